@@ -1,0 +1,183 @@
+"""Route rules shared by the generator and the broker.
+
+One module on purpose: the patterns specgen writes into allow.json, the entries the
+grants loader accepts and the request targets the broker approves must agree byte for
+byte, or an operator's grant would mean something different at generation time than at
+call time. Every rule here fails closed: a string is refused unless it is provably
+canonical, because the broker approves exactly the bytes it then sends on the wire.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+#: The verbs a grant can enforce. HEAD/OPTIONS/TRACE are deliberately absent.
+METHODS: tuple[str, ...] = ("GET", "PUT", "POST", "DELETE", "PATCH")
+
+# Bytes Go's url.PathEscape leaves alone in a path: the RFC 3986 unreserved set plus
+# the sub-delims and ':' '@' '/' it does not escape. Anything else would be rewritten on
+# the wire, so "approve == wire" could not hold for it.
+_WIRE_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~$&+,/:;=@")
+# What a `*` may stand for: one segment of RFC 3986 unreserved characters only, so a
+# wildcard can never smuggle in `:verb`, `;params` or `$batch`-style suffixes.
+_UNRESERVED_SEGMENT = re.compile(r"[A-Za-z0-9\-._~]+\Z")
+
+ERR_ABSOLUTE = "path must be absolute"
+ERR_RAW = "path contains a backslash, control character, query, or fragment"
+ERR_ENCODED = "path must be decoded and canonical"
+ERR_SEGMENTS = 'path must not contain empty, dot, traversal, or ";" segments'
+ERR_WIRE = "path contains bytes that require wire encoding"
+ERR_WILDCARD = "wildcard must occupy a complete path segment"
+
+
+class RouteError(ValueError):
+    """A route line or pattern a grant cannot hold; str() is the one-line reason."""
+
+
+def is_control(ch: str) -> bool:
+    """Unicode Cc (C0, DEL and C1) plus the two JavaScript line terminators."""
+    return unicodedata.category(ch) == "Cc" or ch in "\u2028\u2029"
+
+
+def _has_control(s: str) -> bool:
+    return any(unicodedata.category(ch) == "Cc" for ch in s)
+
+
+def _is_clean(path: str) -> bool:
+    """True when Go's path.Clean would return the path unchanged (absolute paths only)."""
+    if path == "/":
+        return True
+    segments = path.split("/")[1:]
+    return all(seg not in ("", ".", "..") for seg in segments)
+
+
+def _bad_segment(path: str) -> bool:
+    """A segment holding `;` or made only of dots (`...`) is refused even when clean."""
+    for seg in path.split("/")[1:]:
+        if ";" in seg or (seg and seg.strip(".") == ""):
+            return True
+    return False
+
+
+def pattern_error(path: str) -> str | None:
+    """Why `path` is not a valid allow-entry pattern, or None when it is.
+
+    The checks run in a fixed order so that a path with several problems always gets
+    the same message; that message is part of the user-visible contract.
+    """
+    if not path.startswith("/"):
+        return ERR_ABSOLUTE
+    if any(ch in "\\?#" for ch in path) or _has_control(path):
+        return ERR_RAW
+    if "%" in path:
+        return ERR_ENCODED
+    if not _is_clean(path) or _bad_segment(path):
+        return ERR_SEGMENTS
+    if any(ch not in _WIRE_SAFE for ch in path.replace("*", "x")):
+        return ERR_WIRE
+    if any("*" in seg and seg != "*" for seg in path.split("/")):
+        return ERR_WILDCARD
+    return None
+
+
+def route_error(method: str, path: str) -> str | None:
+    """Why (method, path) cannot be a grant route, or None (ValidateHostRoute)."""
+    if method not in METHODS:
+        return f'route method "{method}" is not one of GET, PUT, POST, DELETE, PATCH'
+    err = pattern_error(path)
+    if err is not None:
+        return f'route {method} "{path}": {err}'
+    return None
+
+
+@dataclass(frozen=True, order=True)
+class Route:
+    """An allow entry: a verb and a pattern whose `*` segments match one segment each.
+
+    Ordering is (path, method), the order allow.json is written in.
+    """
+
+    path: str
+    method: str
+
+    def __str__(self) -> str:
+        return f"{self.method} {self.path}"
+
+    @property
+    def segments(self) -> list[str]:
+        return self.path.split("/")[1:]
+
+    def matches(self, method: str, target: str) -> bool:
+        """Does a (canonical) request target fall under this entry?"""
+        if method.upper() != self.method.upper():
+            return False
+        got = target.split("/")[1:]
+        want = self.segments
+        if len(got) != len(want):
+            return False
+        for w, g in zip(want, got, strict=True):
+            if w == "*":
+                if not _UNRESERVED_SEGMENT.match(g):
+                    return False
+            elif w != g:
+                return False
+        return True
+
+    def covers(self, other: Route) -> bool:
+        """Is every request `other` admits also admitted by this entry?
+
+        Used to check that a grant's allow entries are instances of catalog routes:
+        same verb, same segment count, each segment equal or `*` here.
+        """
+        if self.method != other.method:
+            return False
+        mine, theirs = self.segments, other.segments
+        if len(mine) != len(theirs):
+            return False
+        return all(m == "*" or m == t for m, t in zip(mine, theirs, strict=True))
+
+
+def parse_route_line(line: str, what: str = "allow entry") -> Route:
+    """Parse `"METHOD /path"` as the grants file writes it; the method is upper-cased.
+
+    Only the line's shape is checked here; callers then apply `route_error` so the
+    message says which rule the pattern broke.
+    """
+    fields = line.split()
+    if len(fields) != 2:
+        raise RouteError(f'{what} "{line}" must be "METHOD /path"')
+    method, path = fields
+    if not path.startswith("/"):
+        raise RouteError(f'{what} "{line}": path must be absolute')
+    return Route(path=path, method=method.upper())
+
+
+def target_allowed(target: str) -> bool:
+    """The broker's canonical-target rules (everything but the allow match).
+
+    Stricter than `pattern_error` on purpose: a request target may not contain `*`
+    (it is not an unreserved character), and any `%` at all is refused, even a
+    harmless `%41`, because the broker only approves what it can compare byte for byte.
+    """
+    if not target.startswith("/"):
+        return False
+    if any(ch in "%?#\\" for ch in target) or _has_control(target):
+        return False
+    if not _is_clean(target) or _bad_segment(target):
+        return False
+    return all(ch in _WIRE_SAFE for ch in target)
+
+
+def first_match(allow: list[Route] | tuple[Route, ...], method: str, target: str) -> Route | None:
+    """The first allow entry admitting (method, target), or None to refuse.
+
+    Order matters: the first matching entry is the one the trace records.
+    """
+    if not target_allowed(target):
+        return None
+    for route in allow:
+        if route.matches(method, target):
+            return route
+    return None
