@@ -1,0 +1,14 @@
+"""The one exception the generator raises for input it refuses.
+
+Every refusal is a single line that names what was refused and why; the CLI prints it
+and exits 1, so a user never sees a traceback for bad input.
+"""
+
+from __future__ import annotations
+
+
+class SpecError(Exception):
+    """A refusal of the input; `str()` is the complete one-line message."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message.splitlines()[0] if message else message)
