@@ -19,7 +19,9 @@ METHODS: tuple[str, ...] = ("GET", "PUT", "POST", "DELETE", "PATCH")
 # Bytes Go's url.PathEscape leaves alone in a path: the RFC 3986 unreserved set plus
 # the sub-delims and ':' '@' '/' it does not escape. Anything else would be rewritten on
 # the wire, so "approve == wire" could not hold for it.
-_WIRE_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~$&+,/:;=@")
+_WIRE_SAFE = frozenset(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~$&+,/:;=@"
+)
 # What a `*` may stand for: one segment of RFC 3986 unreserved characters only, so a
 # wildcard can never smuggle in `:verb`, `;params` or `$batch`-style suffixes.
 _UNRESERVED_SEGMENT = re.compile(r"[A-Za-z0-9\-._~]+\Z")
@@ -55,10 +57,7 @@ def _is_clean(path: str) -> bool:
 
 def _bad_segment(path: str) -> bool:
     """A segment holding `;` or made only of dots (`...`) is refused even when clean."""
-    for seg in path.split("/")[1:]:
-        if ";" in seg or (seg and seg.strip(".") == ""):
-            return True
-    return False
+    return any(";" in seg or (seg != "" and seg.strip(".") == "") for seg in path.split("/")[1:])
 
 
 def pattern_error(path: str) -> str | None:

@@ -1,0 +1,5 @@
+"""`python -m specgen` is the `specgen` command."""
+
+from specgen.cli import main
+
+main()

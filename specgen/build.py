@@ -1,0 +1,87 @@
+"""The generator's pipeline: load, check the version, validate, derive, render.
+
+Shared by `build`, `emit` and `check` so that what CI checks is exactly what `build`
+writes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from specgen.errors import SpecError
+from specgen.files import write_atomic
+from specgen.load import Source, load
+from specgen.operations import Generated, generate
+from specgen.quoting import go_quote
+from specgen.render import FILES, artifacts
+from specgen.servers import server_prefix
+
+
+@dataclass(frozen=True)
+class Options:
+    """What changes the output, besides the document itself."""
+
+    global_name: str = "host"
+    server: str | None = None
+    strict: bool = False
+    validate: bool = True
+
+
+@dataclass(frozen=True)
+class Result:
+    source: Source
+    gen: Generated
+    files: dict[str, str]
+
+    def notes(self) -> list[str]:
+        """The lines `build` prints on stderr before anything else."""
+        lines = [f"specgen: skipped {s.method} {s.path} ({s.reason})" for s in self.gen.skipped]
+        lines += [f"specgen: warning: {w}" for w in self.gen.warnings]
+        if self.gen.health_note:
+            lines.append(f"specgen: health_check not set: {self.gen.health_note}")
+        return lines
+
+
+def check_version(source: Source) -> str:
+    version = source.doc.get("openapi")
+    text = version if isinstance(version, str) else ("" if version is None else str(version))
+    if not text.startswith("3."):
+        raise SpecError(f"specgen: unsupported openapi version {go_quote(text)} (need 3.x)")
+    return text
+
+
+def run(spec: str, options: Options) -> Result:
+    source = load(spec)
+    check_version(source)
+    if options.validate:
+        from specgen.validate import structural_error_line
+
+        line = structural_error_line(source.name, source.doc)
+        if line:
+            raise SpecError(line)
+    prefix = server_prefix(source.doc, options.server)
+    gen = generate(
+        source.doc,
+        name=source.name,
+        global_name=options.global_name,
+        prefix=prefix,
+        strict=options.strict,
+    )
+    return Result(source=source, gen=gen, files=artifacts(gen))
+
+
+def write(result: Result, outdir: Path) -> list[str]:
+    """Write every artifact atomically; remove a stale health_check.txt. Returns names."""
+    if outdir.exists() and not outdir.is_dir():
+        raise SpecError(f"specgen: {outdir}: not a directory")
+    try:
+        for name, text in result.files.items():
+            write_atomic(outdir / name, text.encode())
+        for name in FILES:
+            stale = outdir / name
+            if name not in result.files and stale.exists():
+                stale.unlink()
+    except OSError as exc:
+        raise SpecError(f"specgen: write {outdir}: {exc.strerror or exc}") from None
+    return list(result.files)

@@ -1,0 +1,65 @@
+"""JavaScript names for generated methods and their arguments.
+
+The preamble is evaluated inside the sandbox, so every name that reaches it must be a
+valid identifier that cannot shadow the client's own methods or anything objects
+inherit; otherwise a document could break or subvert the client it is generating.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+#: ECMAScript reserved words (plus the strict-mode and future ones) an argument may not use.
+RESERVED: frozenset[str] = frozenset(
+    ["arguments", "await", "break", "case", "catch", "class", "const", "continue", "debugger", "default", "delete", "do", "else", "enum", "eval", "export", "extends", "false", "finally", "for", "function", "if", "implements", "import", "in", "instanceof", "interface", "let", "new", "null", "package", "private", "protected", "public", "return", "static", "super", "switch", "this", "throw", "true", "try", "typeof", "var", "void", "while", "with", "yield"]
+)
+
+#: The injected client's own methods: a generated method with one of these names would
+#: replace the method every other generated method calls.
+CLIENT_METHODS: tuple[str, ...] = ("call", "del", "get", "patch", "post", "put")
+
+#: Names every object inherits; a method by one of these names breaks ordinary JS.
+OBJECT_PROTOTYPE: frozenset[str] = frozenset(
+    ["__proto__", "constructor", "__defineGetter__", "__defineSetter__", "__lookupGetter__", "__lookupSetter__", "hasOwnProperty", "isPrototypeOf", "propertyIsEnumerable", "toLocaleString", "toString", "valueOf"]
+)
+
+_ASCII_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_$")
+_DIGITS = frozenset("0123456789")
+
+
+def js_ident(raw: str) -> str:
+    """Map any string to an ASCII JavaScript identifier, one `_` per foreign code point.
+
+    ASCII only on purpose: the result is also shown to a model and typed by people, and
+    Unicode identifiers invite look-alike names.
+    """
+    if not raw:
+        return "_"
+    out: list[str] = []
+    for i, ch in enumerate(raw):
+        if ch in _ASCII_LETTERS:
+            out.append(ch)
+        elif ch in _DIGITS:
+            out.append("_" + ch if i == 0 else ch)
+        else:
+            out.append("_")
+    return "".join(out)
+
+
+def arg_names(raw_names: Iterable[str], has_body: bool) -> list[str]:
+    """Argument names for path parameters, unique and never a reserved word.
+
+    `h` is taken because the generated code names the client `h`; `body` is taken when
+    the method sends a body, since it is always the last argument.
+    """
+    taken = {"h"}
+    if has_body:
+        taken.add("body")
+    names: list[str] = []
+    for raw in raw_names:
+        name = js_ident(raw)
+        while name in RESERVED or name in taken:
+            name += "_"
+        taken.add(name)
+        names.append(name)
+    return names

@@ -1,0 +1,385 @@
+"""From an OpenAPI document to the operations a grant can carry.
+
+This is where the generator decides, for every operation, whether a brokered client can
+call it exactly as the document describes. Anything it cannot represent faithfully is
+skipped with a stated reason (or refused under --strict), never silently dropped or
+approximated, because a client that calls a different route than the document says
+would make the grant mean something the operator did not write.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any
+
+from specgen import naming
+from specgen.errors import SpecError
+from specgen.quoting import go_quote
+from specgen.refs import Refs
+from specgen.routes import Route, is_control, pattern_error
+
+#: The order operations of one path are processed and emitted in.
+VERBS: tuple[str, ...] = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
+_GRANTABLE = frozenset({"get", "put", "post", "delete", "patch"})
+_WITH_BODY = frozenset({"put", "post", "patch"})
+_CLIENT_CALL = {"get": "get", "put": "put", "post": "post", "delete": "del", "patch": "patch"}
+_LOCATIONS = ("path", "query", "header", "cookie")
+HEALTH_MARK = "x-plimsoll-health-check"
+
+SKIP_VERB = "host-API grants enforce only GET/PUT/POST/DELETE/PATCH"
+HEALTH_NOTE = (
+    "no operation is marked x-plimsoll-health-check, so the profile gets no health_check: "
+    "after an upstream 503 the per-run breaker waits out its full cooldown instead of "
+    "probing for recovery. Mark the one concrete GET that reports whether the API can take "
+    "traffic again"
+)
+_PARAM = re.compile(r"\{([^{}]*)\}")
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One piece of a generated path expression: a literal, or an argument name."""
+
+    text: str
+    param: bool
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One generated client method and the route it calls."""
+
+    method: str
+    template: str
+    route: str
+    name: str
+    args: tuple[str, ...]
+    has_body: bool
+    summary: str
+    pieces: tuple[Piece, ...]
+
+    @property
+    def arg_list(self) -> tuple[str, ...]:
+        return (*self.args, "body") if self.has_body else self.args
+
+    @property
+    def client_method(self) -> str:
+        return _CLIENT_CALL[self.method.lower()]
+
+
+@dataclass(frozen=True)
+class Skip:
+    """An operation left out of the outputs, with the reason a user can act on."""
+
+    method: str
+    path: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.method} {self.path}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class Generated:
+    """Everything the templates render, derived once from the document."""
+
+    title: str
+    version: str
+    global_name: str
+    operations: tuple[Operation, ...]
+    allow: tuple[Route, ...]
+    skipped: tuple[Skip, ...] = ()
+    warnings: tuple[str, ...] = ()
+    health_check: str = ""
+    health_note: str = ""
+
+
+def one_line(text: str) -> str:
+    """Fold whitespace and control characters so a summary can never add a line."""
+    return " ".join(
+        "".join(
+            " " if (ch.isspace() or unicodedata.category(ch) == "Cc") else ch for ch in text
+        ).split()
+    )
+
+
+@dataclass
+class _Path:
+    """A path template split into what the preamble, the route and the args need."""
+
+    template: str
+    route: str = ""
+    names: list[str] = field(default_factory=list)
+    pieces: list[tuple[str, bool]] = field(default_factory=list)
+    problem: str = ""
+
+
+def _derive(template: str) -> _Path:
+    """Turn a (prefixed) path template into a route; `problem` says why it cannot be one."""
+    out = _Path(template)
+    if not template.startswith("/"):
+        raise SpecError(f"specgen: path {go_quote(template)} must start with /")
+    if any(is_control(ch) for ch in template):
+        raise SpecError(
+            f"specgen: path {go_quote(template)} contains a control character or line terminator"
+        )
+    segments: list[str] = []
+    for seg in template.split("/")[1:]:
+        if "{" in seg or "}" in seg:
+            m = _PARAM.fullmatch(seg)
+            if m is None:
+                out.problem = (
+                    f"has a parameter that is only part of a segment ({go_quote(seg)}); "
+                    "a grant's * stands for a whole segment"
+                )
+                return out
+            if not m.group(1):
+                out.problem = "has an empty {} parameter"
+                return out
+            out.names.append(m.group(1))
+            segments.append("*")
+        else:
+            segments.append(seg)
+    out.route = "/" + "/".join(segments)
+    err = pattern_error(out.route)
+    if err is not None:
+        out.problem = f"maps to route {go_quote(out.route)}, which a grant cannot hold: {err}"
+        return out
+    for i, part in enumerate(_PARAM.split(template)):
+        if part:
+            out.pieces.append((part, i % 2 == 1))
+    return out
+
+
+def _auto_name(method: str, path: str) -> str:
+    """The method name for an operation without operationId: verb, then path words.
+
+    `GET /lights/{id}/state` becomes `get_lights_by_id_state`; `/` becomes `root`.
+    """
+    words = [method.lower()]
+    for seg in path.split("/")[1:]:
+        m = _PARAM.fullmatch(seg)
+        words.append(f"by_{m.group(1)}" if m else seg)
+    if len(words) == 1 or words[1:] == [""]:
+        words = [words[0], "root"]
+    return naming.js_ident("_".join(w for w in words if w))
+
+
+class _Generator:
+    def __init__(self, doc: dict[str, Any], name: str, global_name: str, prefix: str) -> None:
+        self.doc = doc
+        self.refs = Refs(doc, name)
+        self.global_name = global_name or "host"
+        self.prefix = prefix
+        self.operations: list[Operation] = []
+        self.allow: set[Route] = set()
+        self.skipped: list[Skip] = []
+        self.warnings: list[str] = []
+        self.health: list[str] = []
+        self.names: set[str] = set()
+
+    def params(
+        self, path_item: dict[str, Any], op: dict[str, Any], method: str, path: str
+    ) -> tuple[list[str], list[str]]:
+        """(required, optional) labels of the non-path parameters, op overriding item."""
+        merged: dict[tuple[str, str], tuple[str, bool]] = {}
+        for owner in (path_item, op):
+            raw = owner.get("parameters") or []
+            if not isinstance(raw, list):
+                raise SpecError(f"specgen: {method} {path}: parameters must be a list")
+            for i, entry in enumerate(raw):
+                param = self.refs.deref(entry, f"{method} {path} parameter {i}")
+                if not isinstance(param, dict):
+                    raise SpecError(f"specgen: {method} {path}: parameter {i} is not an object")
+                pname = str(param.get("name") or "").strip()
+                raw_in = param.get("in")
+                loc = str(raw_in or "").strip().lower()
+                if loc not in _LOCATIONS:
+                    raise SpecError(
+                        f"specgen: {method} {path} declares parameter {go_quote(pname)} with "
+                        f"unsupported location {go_quote(str(raw_in or ''))} (want path/query/header/cookie)"
+                    )
+                merged[(loc, pname)] = (f"{loc} {go_quote(pname)}", param.get("required") is True)
+        required = [label for (loc, _), (label, req) in merged.items() if loc != "path" and req]
+        optional = [label for (loc, _), (label, req) in merged.items() if loc != "path" and not req]
+        return required, optional
+
+    def run(self) -> None:
+        paths = self.doc.get("paths")
+        if not isinstance(paths, dict) or not paths:
+            raise SpecError("specgen: spec declares no paths")
+        for raw_path in sorted(paths):
+            path_item = self.refs.deref(paths[raw_path], f"path {go_quote(raw_path)}")
+            if not isinstance(path_item, dict):
+                raise SpecError(f"specgen: path {go_quote(raw_path)} is not an object")
+            self.path(self.prefix + raw_path, path_item)
+        if not self.operations:
+            raise SpecError(
+                "specgen: spec declares paths but no supported operations (GET/PUT/POST/DELETE/PATCH)"
+            )
+
+    def path(self, template: str, path_item: dict[str, Any]) -> None:
+        derived = _derive(template)
+        for verb in VERBS:
+            op = path_item.get(verb)
+            if op is None:
+                continue
+            method = verb.upper()
+            if not isinstance(op, dict):
+                raise SpecError(f"specgen: {method} {template} is not an object")
+            required, optional = self.params(path_item, op, method, template)
+            skip = derived.problem
+            if not skip and required:
+                skip = (
+                    f"requires {', '.join(required)}, which a brokered call cannot send: a grant "
+                    "authorizes a literal path, the broker rejects any query string, and guest "
+                    "code sets no headers"
+                )
+            self.health_mark(op, method, template, derived, skip)
+            if verb not in _GRANTABLE:
+                self.skipped.append(Skip(method, template, SKIP_VERB))
+                continue
+            if skip:
+                self.skipped.append(Skip(method, template, skip))
+                continue
+            if optional:
+                self.warnings.append(
+                    f"{method} {template}: optional {', '.join(optional)} cannot be sent through "
+                    "the broker, so the generated method always calls the bare route"
+                )
+            self.operations.append(self.operation(op, verb, derived))
+            self.allow.add(Route(path=derived.route, method=method))
+
+    def health_mark(
+        self, op: dict[str, Any], method: str, path: str, derived: _Path, skip: str
+    ) -> None:
+        mark = op.get(HEALTH_MARK)
+        if mark is None or mark is False:
+            return
+        if mark is not True:
+            raise SpecError(f"specgen: {method} {path}: {HEALTH_MARK} must be true or false")
+        if method != "GET":
+            raise SpecError(
+                f"specgen: {method} {path} is marked {HEALTH_MARK}, but a health_check probe must be GET"
+            )
+        if derived.names:
+            raise SpecError(
+                f"specgen: GET {path} is marked {HEALTH_MARK}, but a health_check must be a "
+                "concrete path (no path parameters)"
+            )
+        if skip:
+            raise SpecError(f"specgen: GET {path} is marked {HEALTH_MARK}, but it {skip}")
+        self.health.append(f"GET {path}")
+
+    def operation(self, op: dict[str, Any], verb: str, derived: _Path) -> Operation:
+        method, path = verb.upper(), derived.template
+        op_id = op.get("operationId")
+        if op_id is not None and not isinstance(op_id, str):
+            raise SpecError(f"specgen: {method} {path}: operationId must be a string")
+        if op_id:
+            name = naming.js_ident(op_id)
+            self.check_name(name, op_id)
+        else:
+            name = _auto_name(method, path.removeprefix(self.prefix) or "/")
+            while (
+                name in self.names
+                or name in naming.CLIENT_METHODS
+                or name in naming.OBJECT_PROTOTYPE
+            ):
+                name += "_"
+            self.warnings.append(
+                f"{method} {path} has no operationId, so its method is named {go_quote(name)} "
+                "after its verb and path; give it an operationId for a name that survives path changes"
+            )
+        self.names.add(name)
+        has_body = verb in _WITH_BODY and "requestBody" in op
+        if has_body:
+            self.refs.deref(op["requestBody"], f"{method} {path} requestBody")
+        args = naming.arg_names(derived.names, has_body)
+        arg_of = iter(args)
+        pieces = tuple(
+            Piece(next(arg_of), True) if is_param else Piece(text, False)
+            for text, is_param in derived.pieces
+        )
+        summary = op.get("summary")
+        return Operation(
+            method=method,
+            template=path,
+            route=derived.route,
+            name=name,
+            args=tuple(args),
+            has_body=has_body,
+            summary=one_line(summary) if isinstance(summary, str) else "",
+            pieces=pieces,
+        )
+
+    def check_name(self, name: str, op_id: str) -> None:
+        quoted = go_quote(op_id)
+        if name in naming.OBJECT_PROTOTYPE:
+            raise SpecError(
+                f'specgen: operationId {quoted} yields method name "{name}", a name every object '
+                "inherits from Object.prototype; rename the operation"
+            )
+        if name in naming.CLIENT_METHODS:
+            raise SpecError(
+                f'specgen: operationId {quoted} yields method name "{name}", which is one of the '
+                "injected client's own methods (call, del, get, patch, post, put); rename the operation"
+            )
+        if name in self.names:
+            raise SpecError(
+                f'specgen: operationId {quoted} collides with another method name "{name}"'
+            )
+
+
+def _info_text(doc: dict[str, Any], key: str) -> str:
+    info = doc.get("info")
+    value = info.get(key) if isinstance(info, dict) else None
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise SpecError(f"specgen: info.{key} must be a string")
+    value = value.strip()
+    if any(is_control(ch) for ch in value):
+        raise SpecError(
+            f"specgen: info.{key} {go_quote(value)} contains a control character or line terminator"
+        )
+    return value
+
+
+def generate(
+    doc: dict[str, Any],
+    *,
+    name: str,
+    global_name: str = "host",
+    prefix: str = "",
+    strict: bool = False,
+) -> Generated:
+    """Derive operations, routes, skips and warnings from a loaded, validated document."""
+    gen = _Generator(doc, name, global_name, prefix)
+    gen.run()
+    if strict and gen.skipped:
+        first = gen.skipped[0]
+        more = f" (and {len(gen.skipped) - 1} more)" if len(gen.skipped) > 1 else ""
+        raise SpecError(
+            f"specgen: --strict: cannot generate {first.method} {first.path}: {first.reason}{more}"
+        )
+    if len(gen.health) > 1:
+        marked = ", ".join(sorted(gen.health))
+        raise SpecError(
+            f"specgen: {len(gen.health)} operations are marked {HEALTH_MARK} ({marked}); a run has a "
+            "single health probe, so mark exactly one"
+        )
+    title = _info_text(doc, "title")
+    version = _info_text(doc, "version")
+    return Generated(
+        title=title,
+        version=version,
+        global_name=gen.global_name,
+        operations=tuple(gen.operations),
+        allow=tuple(sorted(gen.allow)),
+        skipped=tuple(gen.skipped),
+        warnings=tuple(gen.warnings),
+        health_check=gen.health[0] if gen.health else "",
+        health_note="" if gen.health else HEALTH_NOTE,
+    )

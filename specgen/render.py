@@ -1,0 +1,66 @@
+"""Rendering every generated text from the Jinja2 templates.
+
+All output text lives in templates/ so that a reviewer reads the files' layout in one
+place; Python only supplies data and the two escaping filters whose exact bytes matter.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import jinja2
+
+from specgen.operations import Generated
+from specgen.quoting import go_quote, js_string
+
+#: Where the templates are: inside the installed package, or at the checkout's root.
+TEMPLATE_DIRS = (Path(__file__).parent / "templates", Path(__file__).parent.parent / "templates")
+
+#: The files `build` writes, in the order they are written and listed.
+FILES = ("allow.json", "description.txt", "health_check.txt", "preamble.js")
+
+
+@cache
+def environment() -> jinja2.Environment:
+    """One shared environment: strict about undefined names, never HTML-autoescaping."""
+    dirs = [str(d) for d in TEMPLATE_DIRS if d.is_dir()]
+    if not dirs:
+        raise RuntimeError("specgen templates are missing from this installation")
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(dirs),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+    env.filters["js"] = js_string
+    env.filters["goquote"] = go_quote
+    return env
+
+
+def render(template: str, **data: object) -> str:
+    return environment().get_template(template).render(**data)
+
+
+def artifacts(gen: Generated) -> dict[str, str]:
+    """The files `build` writes, by name; health_check.txt only when one GET is marked."""
+    out = {
+        "allow.json": render("allow.json.j2", allow=[str(r) for r in gen.allow]),
+        "description.txt": render("description.txt.j2", gen=gen),
+        "preamble.js": render("preamble.js.j2", gen=gen),
+    }
+    if gen.health_check:
+        out["health_check.txt"] = render("health_check.txt.j2", gen=gen)
+    return {name: out[name] for name in FILES if name in out}
+
+
+def bundle(gen: Generated, files: dict[str, str]) -> str:
+    """`emit json`: every artifact and note in one JSON object."""
+    return render("bundle.json.j2", gen=gen, files=files, allow=[str(r) for r in gen.allow])
+
+
+def all_sections(gen: Generated, files: dict[str, str]) -> str:
+    """`build` without -o: every artifact on stdout under a section header."""
+    return render("all.txt.j2", gen=gen, files=files)
