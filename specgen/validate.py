@@ -1,0 +1,528 @@
+"""Validation of OpenAPI documents: a fast structural gate and a slow full report.
+
+`build`, `emit` and `check` must refuse a malformed document without making the user
+wait: on GitHub's 13 MB REST document jsonschema-rs checks the structure in about 10 ms,
+while the pure-Python jsonschema needs seconds and openapi-spec-validator's full
+validation half a minute. So the generator calls `structural_errors` (or the ready-made
+`structural_error_line`), and only `specgen validate` pays for `full_report`.
+
+The JSON Schemas are the ones openapi-spec-validator ships (located through its package,
+never copied), so the fast gate and the full report judge structure by the same rules.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cache
+from importlib.resources import files
+from typing import Any
+from urllib.parse import quote
+
+import jsonschema_rs
+
+# The document's `openapi` value selects the schema; anything else is the caller's refusal.
+_VERSION_FAMILIES = (
+    (re.compile(r"3\.0\.\d+"), "3.0"),
+    (re.compile(r"3\.1\.\d+"), "3.1"),
+)
+
+SUPPORTED_VERSIONS_TEXT = "3.0.x or 3.1.x"
+
+# Messages are printed on one line; a jsonschema-rs message embeds the offending
+# instance, which for a oneOf failure can be a whole path item.
+_MESSAGE_LIMIT = 200
+_LINE_BREAKS = re.compile(r"[\r\n\u2028\u2029\x85\x0b\x0c]+")
+
+
+@dataclass(frozen=True)
+class StructuralError:
+    message: str
+    pointer: str  # RFC 6901 JSON pointer into the document ("" is the whole document)
+
+
+@dataclass(frozen=True)
+class StructuralResult:
+    """Outcome of the fast gate.
+
+    `family` is "3.0" or "3.1", or None when the document's `openapi` value names no
+    version this validator knows (then `errors` is empty and the caller must refuse
+    the document with its own version message).
+    """
+
+    version: Any  # the document's own `openapi` value, as found
+    family: str | None
+    errors: list[StructuralError] = field(default_factory=list)
+
+    @property
+    def supported(self) -> bool:
+        return self.family is not None
+
+    @property
+    def ok(self) -> bool:
+        return self.family is not None and not self.errors
+
+
+def version_family(doc: Any) -> str | None:
+    """Return "3.0" or "3.1" for a document whose `openapi` names that version, else None."""
+    if not isinstance(doc, dict):
+        return None
+    version = doc.get("openapi")
+    if not isinstance(version, str):
+        return None
+    for pattern, family in _VERSION_FAMILIES:
+        if pattern.match(version):
+            return family
+    return None
+
+
+def _schema_text(family: str) -> str:
+    resource = (
+        files("openapi_spec_validator") / "resources" / "schemas" / f"v{family}" / "schema.json"
+    )
+    return resource.read_text(encoding="utf-8")
+
+
+@cache
+def _structural_validator(family: str) -> Any:
+    """Compile the OpenAPI meta-schema once per process; compiling costs more than validating."""
+    return jsonschema_rs.validator_for(json.loads(_schema_text(family)))
+
+
+def json_pointer(parts: Any) -> str:
+    """RFC 6901 pointer from a sequence of keys and indices."""
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def one_line(message: str, limit: int = _MESSAGE_LIMIT) -> str:
+    """Fold a message onto one line and elide its middle when it is long.
+
+    The middle goes because both ends carry the meaning: the start names the instance,
+    the end says which rule it broke.
+    """
+    text = _LINE_BREAKS.sub(" ", message).strip()
+    if len(text) <= limit:
+        return text
+    head = limit // 3
+    tail = limit - head - 5
+    return f"{text[:head]} ... {text[-tail:]}"
+
+
+def structural_errors(doc: Any) -> StructuralResult:
+    """Every structural error of `doc` against the OpenAPI JSON Schema of its version.
+
+    The document is handed to jsonschema-rs as loaded: no copy, no re-serialisation.
+    """
+    version = doc.get("openapi") if isinstance(doc, dict) else None
+    family = version_family(doc)
+    if family is None:
+        return StructuralResult(version=version, family=None)
+    validator = _structural_validator(family)
+    errors = [
+        StructuralError(message=one_line(err.message), pointer=json_pointer(err.instance_path))
+        for err in validator.iter_errors(doc)
+    ]
+    return StructuralResult(version=version, family=family, errors=errors)
+
+
+def show_pointer(pointer: str) -> str:
+    """The pointer as printed; the empty pointer (the whole document) would read as nothing."""
+    return pointer if pointer else "/ (the document root)"
+
+
+def unsupported_version_line(file: str, version: Any) -> str:
+    shown = json.dumps(version, ensure_ascii=False) if version is not None else "(missing)"
+    return (
+        f"specgen: {file}: unsupported openapi version {one_line(shown)} "
+        f"(need {SUPPORTED_VERSIONS_TEXT})"
+    )
+
+
+def structural_error_line(file: str, doc: Any) -> str | None:
+    """The one-line refusal for a structurally invalid document, or None when it is valid.
+
+    Layout: `specgen: <file>: not a valid OpenAPI <ver> document: <message> at <pointer>`,
+    followed by ` (and N more errors)` when there are others. A document whose `openapi`
+    value is unsupported gets `unsupported_version_line` instead, so a None from this
+    function always means "structurally valid".
+    """
+    result = structural_errors(doc)
+    if not result.supported:
+        return unsupported_version_line(file, result.version)
+    if not result.errors:
+        return None
+    first = result.errors[0]
+    line = (
+        f"specgen: {file}: not a valid OpenAPI {result.version} document: "
+        f"{first.message} at {show_pointer(first.pointer)}"
+    )
+    more = len(result.errors) - 1
+    if more:
+        line += f" (and {more} more error{'s' if more != 1 else ''})"
+    return line
+
+
+# --------------------------------------------------------------------------------------
+# Full report: openapi-spec-validator plus a check of examples and defaults.
+
+
+def _spec_validator_class(family: str) -> type:
+    """openapi-spec-validator for `family`, with its own default check switched off.
+
+    Its default check reports a contradicting default without saying where; the
+    example/default walk below reports the same finding with a JSON pointer, so keeping
+    both would list every such default twice.
+    """
+    from openapi_spec_validator import OpenAPIV30SpecValidator, OpenAPIV31SpecValidator
+    from openapi_spec_validator.validation.keywords import ValueValidator
+
+    class _NoDefaultCheck(ValueValidator):
+        def __call__(self, schema: Any, value: Any) -> Iterator[Any]:
+            return iter(())
+
+    base = OpenAPIV30SpecValidator if family == "3.0" else OpenAPIV31SpecValidator
+    keywords = dict(base.keyword_validators)
+    keywords["default"] = _NoDefaultCheck
+    return type(f"Pointered{base.__name__}", (base,), {"keyword_validators": keywords})
+
+
+def _semantic_lines(doc: dict, source: str, family: str) -> list[str]:
+    """openapi-spec-validator's checks beyond the JSON Schema, every one of them.
+
+    Its `iter_errors` first runs the same OpenAPI JSON Schema as `structural_errors`
+    (through the same jsonschema-rs engine) and then its own keyword validators; the
+    report takes the structural part from `structural_errors`, whose messages are short
+    and carry a pointer, and asks the library only for the rest.
+    """
+    lines: list[str] = []
+    validator = _spec_validator_class(family)(doc, base_uri="")
+    errors = validator.root_validator(validator.schema_path)
+    while True:
+        try:
+            err = next(errors)
+        except StopIteration:
+            break
+        except RecursionError:
+            lines.append(f"specgen: {source}: validation stopped: the document nests too deeply")
+            break
+        except Exception as exc:  # the library trips over some malformed documents
+            lines.append(
+                f"specgen: {source}: validation stopped: {type(exc).__name__}: {one_line(str(exc))}"
+            )
+            break
+        lines.append(f"specgen: {source}: {one_line(getattr(err, 'message', None) or str(err))}")
+    return lines
+
+
+_HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace", "query")
+
+_SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
+_SUBSCHEMA_SINGLE = (
+    "additionalProperties",
+    "not",
+    "contains",
+    "if",
+    "then",
+    "else",
+    "propertyNames",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "additionalItems",
+)
+
+
+@dataclass
+class _ValueCheck:
+    kind: str  # "example", "default", ...
+    value_pointer: str
+    schema_pointer: str
+    value: Any
+
+
+class _ExampleWalker:
+    """Finds every example and default together with the schema it must satisfy.
+
+    The walk follows the OpenAPI object model (path items, operations, parameters,
+    media types, headers, schemas) instead of looking for keys named "example"
+    anywhere, because a property may well be called "example" or "default".
+    """
+
+    def __init__(self, doc: dict, family: str) -> None:
+        self.doc = doc
+        self.family = family
+        self.checks: list[_ValueCheck] = []
+        self._seen_schemas: set[int] = set()
+
+    # local refs -----------------------------------------------------------------
+    def deref(self, node: Any, pointer: str, depth: int = 0) -> tuple[Any, str]:
+        """Follow a local `$ref` chain; a remote or broken one yields (None, pointer)."""
+        while isinstance(node, dict) and isinstance(node.get("$ref"), str) and depth < 32:
+            ref = node["$ref"]
+            if not ref.startswith("#"):
+                return None, pointer
+            target = resolve_local_pointer(self.doc, ref[1:])
+            if target is _MISSING:
+                return None, pointer
+            node, pointer = target, _decoded_pointer(ref[1:])
+            depth += 1
+        return node, pointer
+
+    # object model -------------------------------------------------------------------
+    def walk(self) -> list[_ValueCheck]:
+        doc = self.doc
+        paths = doc.get("paths")
+        if isinstance(paths, dict):
+            for key, item in paths.items():
+                self.path_item(item, f"/paths/{_tok(key)}")
+        webhooks = doc.get("webhooks")
+        if isinstance(webhooks, dict):
+            for key, item in webhooks.items():
+                self.path_item(item, f"/webhooks/{_tok(key)}")
+        comps = doc.get("components")
+        if isinstance(comps, dict):
+            base = "/components"
+            for name, schema in _items(comps.get("schemas")):
+                self.schema(schema, f"{base}/schemas/{_tok(name)}")
+            for name, param in _items(comps.get("parameters")):
+                self.parameter(param, f"{base}/parameters/{_tok(name)}")
+            for name, header in _items(comps.get("headers")):
+                self.parameter(header, f"{base}/headers/{_tok(name)}")
+            for name, body in _items(comps.get("requestBodies")):
+                self.content_holder(body, f"{base}/requestBodies/{_tok(name)}")
+            for name, response in _items(comps.get("responses")):
+                self.response(response, f"{base}/responses/{_tok(name)}")
+            for name, item in _items(comps.get("pathItems")):
+                self.path_item(item, f"{base}/pathItems/{_tok(name)}")
+            for name, callback in _items(comps.get("callbacks")):
+                self.callback(callback, f"{base}/callbacks/{_tok(name)}")
+        return self.checks
+
+    def path_item(self, item: Any, ptr: str) -> None:
+        if not isinstance(item, dict) or "$ref" in item:
+            return  # a referenced path item is checked where it is defined
+        for i, param in enumerate(_list(item.get("parameters"))):
+            self.parameter(param, f"{ptr}/parameters/{i}")
+        for method in _HTTP_METHODS:
+            op = item.get(method)
+            if isinstance(op, dict):
+                self.operation(op, f"{ptr}/{method}")
+
+    def operation(self, op: dict, ptr: str) -> None:
+        for i, param in enumerate(_list(op.get("parameters"))):
+            self.parameter(param, f"{ptr}/parameters/{i}")
+        self.content_holder(op.get("requestBody"), f"{ptr}/requestBody")
+        for code, response in _items(op.get("responses")):
+            self.response(response, f"{ptr}/responses/{_tok(code)}")
+        for name, callback in _items(op.get("callbacks")):
+            self.callback(callback, f"{ptr}/callbacks/{_tok(name)}")
+
+    def callback(self, callback: Any, ptr: str) -> None:
+        if isinstance(callback, dict) and "$ref" not in callback:
+            for expr, item in callback.items():
+                self.path_item(item, f"{ptr}/{_tok(expr)}")
+
+    def response(self, response: Any, ptr: str) -> None:
+        if not isinstance(response, dict) or "$ref" in response:
+            return
+        for name, header in _items(response.get("headers")):
+            self.parameter(header, f"{ptr}/headers/{_tok(name)}")
+        self.content_holder(response, ptr)
+
+    def content_holder(self, holder: Any, ptr: str) -> None:
+        if not isinstance(holder, dict) or "$ref" in holder:
+            return
+        for media, media_type in _items(holder.get("content")):
+            self.media_type(media_type, f"{ptr}/content/{_tok(media)}")
+
+    def parameter(self, param: Any, ptr: str) -> None:
+        """Parameters and headers: `schema` with `example`/`examples`, or `content`."""
+        if not isinstance(param, dict) or "$ref" in param:
+            return
+        if "content" in param:
+            self.content_holder(param, ptr)
+        self.media_type(param, ptr)
+
+    def media_type(self, media: Any, ptr: str) -> None:
+        if not isinstance(media, dict):
+            return
+        schema = media.get("schema")
+        if schema is None:
+            return
+        schema_ptr = f"{ptr}/schema"
+        self.schema(schema, schema_ptr)
+        if "example" in media:
+            self.checks.append(
+                _ValueCheck("example", f"{ptr}/example", schema_ptr, media["example"])
+            )
+        for name, example in _items(media.get("examples")):
+            example_ptr = f"{ptr}/examples/{_tok(name)}"
+            resolved, resolved_ptr = self.deref(example, example_ptr)
+            if isinstance(resolved, dict) and "value" in resolved:
+                self.checks.append(
+                    _ValueCheck("example", f"{resolved_ptr}/value", schema_ptr, resolved["value"])
+                )
+
+    def schema(self, schema: Any, ptr: str, depth: int = 0) -> None:
+        if not isinstance(schema, dict) or depth > 64:
+            return
+        if "$ref" in schema and self.family == "3.0":
+            return  # 3.0 ignores a $ref's siblings; the target is checked where defined
+        if id(schema) in self._seen_schemas:
+            return
+        self._seen_schemas.add(id(schema))
+        if "default" in schema:
+            self.checks.append(_ValueCheck("default", f"{ptr}/default", ptr, schema["default"]))
+        if "example" in schema:
+            self.checks.append(_ValueCheck("example", f"{ptr}/example", ptr, schema["example"]))
+        if self.family != "3.0" and isinstance(schema.get("examples"), list):
+            for i, value in enumerate(schema["examples"]):
+                self.checks.append(_ValueCheck("example", f"{ptr}/examples/{i}", ptr, value))
+        for key in _SUBSCHEMA_MAPS:
+            for name, sub in _items(schema.get(key)):
+                self.schema(sub, f"{ptr}/{key}/{_tok(name)}", depth + 1)
+        for key in _SUBSCHEMA_LISTS:
+            for i, sub in enumerate(_list(schema.get(key))):
+                self.schema(sub, f"{ptr}/{key}/{i}", depth + 1)
+        for key in _SUBSCHEMA_SINGLE:
+            self.schema(schema.get(key), f"{ptr}/{key}", depth + 1)
+        items = schema.get("items")
+        if isinstance(items, list):
+            for i, sub in enumerate(items):
+                self.schema(sub, f"{ptr}/items/{i}", depth + 1)
+        else:
+            self.schema(items, f"{ptr}/items", depth + 1)
+
+
+_MISSING = object()
+_DOC_URI = "urn:specgen:document"
+
+
+def _tok(key: Any) -> str:
+    return str(key).replace("~", "~0").replace("/", "~1")
+
+
+def _items(value: Any) -> list[tuple[Any, Any]]:
+    return list(value.items()) if isinstance(value, dict) else []
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _decoded_pointer(fragment: str) -> str:
+    from urllib.parse import unquote
+
+    return unquote(fragment)
+
+
+def resolve_local_pointer(doc: Any, fragment: str) -> Any:
+    """Resolve the fragment of a local `$ref` (URI-encoded RFC 6901), or return _MISSING."""
+    pointer = _decoded_pointer(fragment)
+    if pointer == "":
+        return doc
+    if not pointer.startswith("/"):
+        return _MISSING
+    node = doc
+    for raw in pointer[1:].split("/"):
+        token = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict):
+            if token not in node:
+                return _MISSING
+            node = node[token]
+        elif isinstance(node, list):
+            if not token.isdigit() or int(token) >= len(node):
+                return _MISSING
+            node = node[int(token)]
+        else:
+            return _MISSING
+    return node
+
+
+def _value_validators(doc: dict, family: str) -> tuple[Any, Any, Any]:
+    """Validator class, format checker and registry that resolve refs into `doc`."""
+    from openapi_schema_validator import (
+        OAS30Validator,
+        OAS31Validator,
+        oas30_format_checker,
+        oas31_format_checker,
+    )
+    from referencing import Registry, Resource
+    from referencing.jsonschema import DRAFT4, DRAFT202012
+
+    spec = DRAFT4 if family == "3.0" else DRAFT202012
+    registry = Registry().with_resource(_DOC_URI, Resource(contents=doc, specification=spec))
+    if family == "3.0":
+        return OAS30Validator, oas30_format_checker, registry
+    return OAS31Validator, oas31_format_checker, registry
+
+
+def example_nits(doc: dict, source: str) -> list[str]:
+    """One line per example or default that its own schema rejects, with a JSON pointer."""
+    family = version_family(doc)
+    if family is None:
+        return []
+    checks = _ExampleWalker(doc, family).walk()
+    if not checks:
+        return []
+    cls, format_checker, registry = _value_validators(doc, family)
+    validators: dict[str, Any] = {}
+    lines: list[str] = []
+    seen: set[str] = set()  # a shared example reached twice through the same schema
+    for check in checks:
+        validator = validators.get(check.schema_pointer)
+        if validator is None:
+            ref = f"{_DOC_URI}#{quote(check.schema_pointer, safe='/~')}"
+            validator = cls({"$ref": ref}, registry=registry, format_checker=format_checker)
+            validators[check.schema_pointer] = validator
+        try:
+            error = _first_error(validator, check.value)
+        except RecursionError:
+            continue
+        except Exception:
+            # The schema itself is broken (an unknown type, a bad pattern, a dangling
+            # $ref); the structural and spec checks report that, not this one.
+            continue
+        if error is None:
+            continue
+        where = json_pointer(error.absolute_path)
+        detail = one_line(error.message) + (f" (at {where} inside the value)" if where else "")
+        line = (
+            f"specgen: {source}: nit: {check.kind} at {check.value_pointer} "
+            f"contradicts the schema at {check.schema_pointer}: {detail}"
+        )
+        if line not in seen:
+            seen.add(line)
+            lines.append(line)
+    return lines
+
+
+def _first_error(validator: Any, value: Any) -> Any:
+    from jsonschema.exceptions import best_match
+
+    return best_match(validator.iter_errors(value))
+
+
+def full_report(doc: Any, source: str) -> list[str]:
+    """Every problem `specgen validate` should list; empty means the document is clean.
+
+    Errors come first (structural and semantic, from openapi-spec-validator, every one
+    of them rather than the first), then the nits: examples and defaults that their
+    schemas reject. Nits do not affect generated files, which is why `build` ignores
+    them, but a tidy document has none.
+    """
+    if not isinstance(doc, dict):
+        return [f"specgen: {source}: the document's top level is not an object"]
+    family = version_family(doc)
+    if family is None:
+        return [unsupported_version_line(source, doc.get("openapi"))]
+    structural = structural_errors(doc)
+    lines = [
+        f"specgen: {source}: {err.message} at {show_pointer(err.pointer)}"
+        for err in structural.errors
+    ]
+    lines.extend(_semantic_lines(doc, source, family))
+    lines.extend(example_nits(doc, source))
+    return lines
