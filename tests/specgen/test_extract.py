@@ -1,0 +1,304 @@
+"""`specgen extract`: a pinned cut of a whole provider document that stands on its own."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import orjson
+import pytest
+from openapi_spec_validator import validate as osv_validate
+
+from specgen.errors import SpecError
+from specgen.extract import extract
+from specgen.validate import structural_error_line
+
+
+def whole_document() -> dict[str, Any]:
+    """A small provider document: two APIs side by side, sharing some components."""
+    ref = "#/components/schemas/"
+    return {
+        "openapi": "3.0.3",
+        "info": {"title": "Provider — all APIs", "version": "4"},
+        "servers": [{"url": "https://api.example.com/client/v4"}],
+        "security": [{"token": []}],
+        "tags": [{"name": "memory"}, {"name": "dns"}],
+        "paths": {
+            "/accounts/{account_id}/memory/items": {
+                "parameters": [{"$ref": "#/components/parameters/AccountId"}],
+                "get": {
+                    "operationId": "listItems",
+                    "tags": ["memory"],
+                    "responses": {"200": {"$ref": "#/components/responses/ItemList"}},
+                },
+                "post": {
+                    "operationId": "addItem",
+                    "tags": ["memory"],
+                    "requestBody": {"$ref": "#/components/requestBodies/NewItem"},
+                    "responses": {"201": {"description": "created"}},
+                },
+            },
+            "/zones/{zone_id}/dns_records": {
+                "get": {
+                    "operationId": "listRecords",
+                    "tags": ["dns"],
+                    "parameters": [
+                        {
+                            "name": "zone_id",
+                            "in": "path",
+                            "required": True,
+                            "schema": {"type": "string"},
+                        }
+                    ],
+                    "responses": {
+                        "200": {
+                            "description": "records",
+                            "content": {
+                                "application/json": {"schema": {"$ref": ref + "Record%2DList"}}
+                            },
+                        }
+                    },
+                }
+            },
+            "/zones/{zone_id}/settings": {
+                "get": {
+                    "operationId": "zoneSettings",
+                    "tags": ["zones"],
+                    "parameters": [
+                        {
+                            "name": "zone_id",
+                            "in": "path",
+                            "required": True,
+                            "schema": {"type": "string"},
+                        }
+                    ],
+                    "responses": {"200": {"description": "ok"}},
+                }
+            },
+        },
+        "components": {
+            "schemas": {
+                "Unused": {"type": "string"},
+                "Item": {
+                    "type": "object",
+                    "properties": {
+                        "id": {"$ref": ref + "Id"},
+                        "kind": {"$ref": ref + "Kind"},
+                        "tags": {"type": "array", "items": {"$ref": ref + "Tag.Name"}},
+                        "a/b": {"$ref": ref + "Fact/properties/src"},
+                    },
+                },
+                "Id": {"type": "string"},
+                "Kind": {
+                    "oneOf": [{"$ref": ref + "Note"}, {"$ref": ref + "Fact"}],
+                    "discriminator": {
+                        "propertyName": "t",
+                        "mapping": {"note": "Note", "fact": ref + "Fact", "quote": "Quote"},
+                    },
+                },
+                "Note": {"type": "object", "properties": {"t": {"type": "string"}}},
+                "Fact": {
+                    "type": "object",
+                    "properties": {"t": {"type": "string"}, "src": {"$ref": ref + "Id"}},
+                },
+                "Quote": {"type": "object", "properties": {"t": {"type": "string"}}},
+                "Tag.Name": {"type": "string"},
+                "Record-List": {"type": "array", "items": {"$ref": ref + "Record"}},
+                "Record": {"type": "object", "properties": {"name": {"type": "string"}}},
+            },
+            "parameters": {
+                "AccountId": {
+                    "name": "account_id",
+                    "in": "path",
+                    "required": True,
+                    "schema": {"$ref": ref + "Id"},
+                },
+                "UnusedParam": {"name": "q", "in": "query", "schema": {"type": "string"}},
+            },
+            "responses": {
+                "ItemList": {
+                    "description": "items",
+                    "content": {
+                        "application/json": {
+                            "schema": {"type": "array", "items": {"$ref": ref + "Item"}}
+                        }
+                    },
+                }
+            },
+            "requestBodies": {
+                "NewItem": {
+                    "content": {
+                        "application/json": {"schema": {"$ref": ref + "Item/properties/a~1b"}}
+                    }
+                }
+            },
+            "securitySchemes": {
+                "token": {"type": "http", "scheme": "bearer"},
+                "legacy": {"type": "apiKey", "in": "header", "name": "X-Auth-Key"},
+            },
+        },
+    }
+
+
+def pinned(doc: dict[str, Any]) -> tuple[bytes, str]:
+    raw = json.dumps(doc, indent=1).encode()
+    return raw, hashlib.sha256(raw).hexdigest()
+
+
+def cut(doc: dict[str, Any], prefixes: list[str] = (), tags: list[str] = ()) -> dict[str, Any]:
+    raw, pin = pinned(doc)
+    out = extract(
+        raw, sha256=pin, path_prefixes=list(prefixes), tags=list(tags), source_name="whole.json"
+    )
+    return orjson.loads(out)
+
+
+def test_a_prefix_keeps_its_path_items_unchanged_and_every_component_they_need() -> None:
+    doc = whole_document()
+    result = cut(doc, prefixes=["/accounts/{account_id}/memory"])
+    assert list(result) == ["openapi", "info", "servers", "security", "paths", "components"]
+    assert result["paths"] == {
+        "/accounts/{account_id}/memory/items": doc["paths"]["/accounts/{account_id}/memory/items"]
+    }
+    comps = result["components"]
+    # transitively: ItemList -> Item -> Id, Kind -> Note, Fact -> Id, Tag.Name; and Quote,
+    # which only the discriminator's mapping names (by bare schema name)
+    assert list(comps["schemas"]) == ["Item", "Id", "Kind", "Note", "Fact", "Quote", "Tag.Name"]
+    assert list(comps["parameters"]) == ["AccountId"]
+    assert list(comps["responses"]) == ["ItemList"]
+    assert list(comps["requestBodies"]) == ["NewItem"]
+    # every security scheme, used or not, in source order
+    assert list(comps["securitySchemes"]) == ["token", "legacy"]
+    for name, value in comps["schemas"].items():
+        assert value == doc["components"]["schemas"][name]
+    assert "tags" not in result
+
+
+def test_the_cut_validates_on_its_own() -> None:
+    for selection in ({"prefixes": ["/accounts/"]}, {"tags": ["dns"]}, {"prefixes": ["/zones"]}):
+        result = cut(whole_document(), **selection)
+        osv_validate(result)
+        assert structural_error_line("cut.json", result) is None
+
+
+def test_a_tag_selects_the_path_items_with_an_operation_carrying_it() -> None:
+    result = cut(whole_document(), tags=["dns"])
+    assert list(result["paths"]) == ["/zones/{zone_id}/dns_records"]
+    # a percent-encoded ref (%2D is -) is decoded, and the component it names is carried along
+    assert list(result["components"]["schemas"]) == ["Record-List", "Record"]
+
+
+def test_prefixes_and_tags_combine_as_a_union_in_source_order() -> None:
+    result = cut(whole_document(), prefixes=["/zones/{zone_id}/settings"], tags=["memory"])
+    assert list(result["paths"]) == [
+        "/accounts/{account_id}/memory/items",
+        "/zones/{zone_id}/settings",
+    ]
+
+
+def test_a_tag_on_a_referenced_path_item_counts() -> None:
+    doc = whole_document()
+    doc["openapi"] = "3.1.0"
+    doc["components"]["pathItems"] = {"Records": doc["paths"].pop("/zones/{zone_id}/dns_records")}
+    doc["paths"]["/zones/{zone_id}/dns_records"] = {"$ref": "#/components/pathItems/Records"}
+    result = cut(doc, tags=["dns"])
+    assert list(result["paths"]) == ["/zones/{zone_id}/dns_records"]
+    assert list(result["components"]["pathItems"]) == ["Records"]
+    assert "Record" in result["components"]["schemas"]
+    osv_validate(result)
+
+
+def test_any_other_file_is_refused_with_the_exact_message() -> None:
+    raw, pin = pinned(whole_document())
+    other = raw + b" "
+    actual = hashlib.sha256(other).hexdigest()
+    with pytest.raises(SpecError) as info:
+        extract(other, sha256=pin, path_prefixes=["/"], tags=[], source_name="cf.json")
+    assert str(info.value) == (
+        f"specgen: cf.json has SHA-256 {actual}, not the pinned {pin}; refusing to cut from any other file"
+    )
+
+
+def test_the_pin_is_checked_before_anything_is_parsed() -> None:
+    with pytest.raises(SpecError, match="not the pinned"):
+        extract(b"not json at all", sha256="0" * 64, path_prefixes=[], tags=[], source_name="x")
+
+
+def test_the_pin_may_be_given_in_upper_case() -> None:
+    raw, pin = pinned(whole_document())
+    extract(raw, sha256=pin.upper(), path_prefixes=["/zones"], tags=[], source_name="x")
+
+
+@pytest.mark.parametrize(
+    ("mutate", "prefixes", "expected"),
+    [
+        (None, [], "specgen: extract needs at least one --path-prefix or --tag to select paths"),
+        (
+            None,
+            ["/nowhere"],
+            'specgen: whole.json: no path matches --path-prefix "/nowhere"; nothing to cut',
+        ),
+        (
+            lambda d: d["components"]["schemas"].pop("Id"),
+            ["/accounts"],
+            "does not resolve",
+        ),
+        (
+            lambda d: d["components"]["requestBodies"]["NewItem"]["content"][
+                "application/json"
+            ].update(schema={"$ref": "#/components/schemas/Item/properties/nope"}),
+            ["/accounts"],
+            '"#/components/schemas/Item/properties/nope", which does not resolve',
+        ),
+        (
+            lambda d: d["components"]["schemas"]["Item"].update(allOf=[{"$ref": "other.json#/X"}]),
+            ["/accounts"],
+            '"other.json#/X", outside the document',
+        ),
+        (
+            lambda d: d["components"]["schemas"]["Item"].update(allOf=[{"$ref": "#/paths/x"}]),
+            ["/accounts"],
+            "not under #/components/",
+        ),
+    ],
+)
+def test_refusals_are_one_line(mutate: Any, prefixes: list[str], expected: str) -> None:
+    doc = whole_document()
+    if mutate:
+        mutate(doc)
+    raw, pin = pinned(doc)
+    with pytest.raises(SpecError) as info:
+        extract(raw, sha256=pin, path_prefixes=prefixes, tags=[], source_name="whole.json")
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith("specgen: ")
+    assert expected in message
+
+
+@pytest.mark.parametrize("raw", [b"{not json", b"[1, 2]", b'{"openapi": "3.0.3"}'])
+def test_not_a_document_is_refused(raw: bytes) -> None:
+    pin = hashlib.sha256(raw).hexdigest()
+    with pytest.raises(SpecError) as info:
+        extract(raw, sha256=pin, path_prefixes=["/"], tags=[], source_name="w.json")
+    assert str(info.value).startswith("specgen: w.json: ")
+    assert "\n" not in str(info.value)
+
+
+def test_the_output_is_deterministic_indented_json_with_a_trailing_newline() -> None:
+    raw, pin = pinned(whole_document())
+    first = extract(raw, sha256=pin, path_prefixes=["/accounts"], tags=["dns"], source_name="a")
+    second = extract(raw, sha256=pin, path_prefixes=["/accounts"], tags=["dns"], source_name="b")
+    assert first == second
+    assert first.endswith(b"}\n") and not first.endswith(b"\n\n")
+    assert first.startswith(b'{\n  "openapi": "3.0.3",\n  "info": {\n    "title": "Provider')
+    assert "Provider — all APIs".encode() in first  # non-ASCII written as itself
+    assert first == orjson.dumps(orjson.loads(first), option=orjson.OPT_INDENT_2) + b"\n"
+
+
+def test_integers_wider_than_64_bits_survive_the_cut() -> None:
+    doc = whole_document()
+    doc["components"]["schemas"]["Id"]["maximum"] = 2**70
+    result_bytes, pin = pinned(doc)
+    out = extract(result_bytes, sha256=pin, path_prefixes=["/accounts"], tags=[], source_name="x")
+    assert json.loads(out)["components"]["schemas"]["Id"]["maximum"] == 2**70

@@ -1,0 +1,267 @@
+"""The fast structural gate and the full `specgen validate` report."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from specgen import validate
+from specgen.validate import (
+    full_report,
+    structural_error_line,
+    structural_errors,
+    version_family,
+)
+
+
+def minimal(version: str = "3.0.3") -> dict[str, Any]:
+    return {
+        "openapi": version,
+        "info": {"title": "T", "version": "1"},
+        "paths": {
+            "/pets/{id}": {
+                "get": {
+                    "operationId": "getPet",
+                    "parameters": [
+                        {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
+                    ],
+                    "responses": {
+                        "200": {
+                            "description": "ok",
+                            "content": {
+                                "application/json": {"schema": {"$ref": "#/components/schemas/Pet"}}
+                            },
+                        }
+                    },
+                }
+            }
+        },
+        "components": {
+            "schemas": {
+                "Pet": {
+                    "type": "object",
+                    "required": ["name"],
+                    "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+                }
+            }
+        },
+    }
+
+
+@pytest.mark.parametrize("version", ["3.0.0", "3.0.3", "3.1.0", "3.1.1"])
+def test_a_valid_document_has_no_structural_errors(version: str) -> None:
+    result = structural_errors(minimal(version))
+    assert result.supported and result.ok
+    assert result.family == version[:3]
+    assert structural_error_line("spec.json", minimal(version)) is None
+
+
+@pytest.mark.parametrize("version", ["3.0.3", "3.1.0"])
+def test_the_refusal_names_the_first_error_its_pointer_and_counts_the_rest(version: str) -> None:
+    doc = minimal(version)
+    del doc["info"]["version"]
+    doc["paths"]["/pets/{id}"]["get"]["responses"]["200"]["description"] = 7
+    doc["paths"]["bad"] = {}
+    result = structural_errors(doc)
+    pointers = {e.pointer for e in result.errors}
+    assert "/info" in pointers
+    assert "/paths" in pointers
+    line = structural_error_line("api.json", doc)
+    assert line is not None
+    assert "\n" not in line
+    first = result.errors[0]
+    more = len(result.errors) - 1
+    assert more >= 2
+    assert line == (
+        f"specgen: api.json: not a valid OpenAPI {version} document: {first.message} "
+        f"at {first.pointer} (and {more} more errors)"
+    )
+
+
+def test_one_error_has_no_count_and_says_the_rule() -> None:
+    doc = minimal()
+    del doc["info"]["version"]
+    assert structural_error_line("a.yaml", doc) == (
+        'specgen: a.yaml: not a valid OpenAPI 3.0.3 document: "version" is a required '
+        "property at /info"
+    )
+
+
+def test_pointers_escape_slash_and_tilde_per_rfc_6901() -> None:
+    doc = minimal()
+    doc["paths"]["/a~b/{x}"] = {"get": {"responses": {"200": {"description": 1}}}}
+    pointers = [e.pointer for e in structural_errors(doc).errors]
+    assert any(p.startswith("/paths/~1a~0b~1{x}/get") for p in pointers), pointers
+
+
+def test_a_missing_top_level_member_points_at_the_document_root() -> None:
+    doc = minimal()
+    del doc["paths"]
+    line = structural_error_line("x.json", doc)
+    assert line is not None
+    assert line.endswith('"paths" is a required property at / (the document root)')
+
+
+def test_a_huge_offending_object_is_elided_onto_one_short_line() -> None:
+    doc = minimal()
+    param = doc["paths"]["/pets/{id}"]["get"]["parameters"][0]
+    param["schema"] = {"type": "strin", "description": "line\nbreak " * 500}
+    line = structural_error_line("x.json", doc)
+    assert line is not None
+    assert "\n" not in line
+    assert len(line) < 400
+    assert "/paths/~1pets~1{id}/get/parameters/0" in line
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {"openapi": "2.0", "info": {}, "paths": {}},
+        {"openapi": "3.2.0", "info": {}, "paths": {}},
+        {"openapi": 3.0, "info": {}, "paths": {}},
+        {"swagger": "2.0"},
+    ],
+)
+def test_an_unsupported_version_is_reported_not_validated(doc: dict[str, Any]) -> None:
+    result = structural_errors(doc)
+    assert not result.supported and not result.ok and result.errors == []
+    line = structural_error_line("old.json", doc)
+    assert line is not None
+    assert line.startswith("specgen: old.json: unsupported openapi version ")
+    assert line.endswith("(need 3.0.x or 3.1.x)")
+
+
+def test_version_family() -> None:
+    assert version_family({"openapi": "3.0.1"}) == "3.0"
+    assert version_family({"openapi": "3.1.0"}) == "3.1"
+    assert version_family({"openapi": "3.10.0"}) is None
+    assert version_family([]) is None
+
+
+def test_the_compiled_schema_is_cached_per_process() -> None:
+    structural_errors(minimal("3.0.3"))
+    structural_errors(minimal("3.1.0"))
+    before = validate._structural_validator.cache_info()
+    for _ in range(5):
+        structural_errors(minimal("3.0.3"))
+        structural_errors(minimal("3.1.0"))
+    after = validate._structural_validator.cache_info()
+    assert after.misses == before.misses
+    assert after.hits == before.hits + 10
+
+
+def test_validation_does_not_modify_the_document() -> None:
+    doc = minimal()
+    doc["components"]["schemas"]["Pet"]["example"] = {"name": 3}
+    snapshot = copy.deepcopy(doc)
+    structural_errors(doc)
+    full_report(doc, "x")
+    assert doc == snapshot
+
+
+# ---- full report --------------------------------------------------------------------
+
+
+def test_a_clean_document_has_an_empty_report() -> None:
+    assert full_report(minimal(), "clean.json") == []
+    assert full_report(minimal("3.1.0"), "clean.json") == []
+
+
+def test_the_report_lists_every_problem_not_only_the_first() -> None:
+    doc = minimal()
+    del doc["info"]["version"]
+    doc["paths"]["/pets/{id}"]["get"]["parameters"].append(
+        {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
+    )
+    doc["paths"]["/other/{thing}"] = {
+        "get": {"operationId": "getPet", "responses": {"200": {"description": "ok"}}}
+    }
+    lines = full_report(doc, "many.json")
+    text = "\n".join(lines)
+    assert 'specgen: many.json: "version" is a required property at /info' in lines
+    assert "Duplicate parameter 'id'" in text
+    assert "Operation ID 'getPet'" in text
+    assert "'thing'" in text  # the undeclared path parameter
+    assert all(line.startswith("specgen: many.json: ") and "\n" not in line for line in lines)
+
+
+def test_contradicting_examples_and_defaults_are_nits_with_pointers() -> None:
+    doc = minimal()
+    get = doc["paths"]["/pets/{id}"]["get"]
+    get["parameters"].append(
+        {
+            "name": "limit",
+            "in": "query",
+            "schema": {"type": "integer", "default": "ten", "maximum": 50},
+            "example": 99,
+        }
+    )
+    media = get["responses"]["200"]["content"]["application/json"]
+    media["examples"] = {
+        "good": {"value": {"name": "Rex"}},
+        "bad": {"value": {"age": 3}},
+        "shared": {"$ref": "#/components/examples/Shared"},
+    }
+    doc["components"]["examples"] = {"Shared": {"value": {"name": 5}}}
+    pet = doc["components"]["schemas"]["Pet"]
+    pet["properties"]["age"]["example"] = "old"
+    # A property literally called "example" is a schema, not an example value.
+    pet["properties"]["example"] = {"type": "string", "default": "fine"}
+    lines = full_report(doc, "nits.json")
+    assert len(lines) == 5, lines
+    base = "/paths/~1pets~1{id}/get"
+    media_ptr = f"{base}/responses/200/content/application~1json"
+    expected_starts = [
+        f"specgen: nits.json: nit: default at {base}/parameters/1/schema/default contradicts "
+        f"the schema at {base}/parameters/1/schema: 'ten' is not of type 'integer'",
+        f"specgen: nits.json: nit: example at {base}/parameters/1/example contradicts the "
+        f"schema at {base}/parameters/1/schema: 99 is greater than the maximum of 50",
+        f"specgen: nits.json: nit: example at {media_ptr}/examples/bad/value contradicts the "
+        f"schema at {media_ptr}/schema: 'name' is a required property",
+        "specgen: nits.json: nit: example at /components/examples/Shared/value contradicts "
+        f"the schema at {media_ptr}/schema: 5 is not of type 'string' (at /name inside the value)",
+        "specgen: nits.json: nit: example at /components/schemas/Pet/properties/age/example "
+        "contradicts the schema at /components/schemas/Pet/properties/age: 'old' is not of "
+        "type 'integer'",
+    ]
+    assert lines == expected_starts
+
+
+def test_nullable_and_formats_follow_the_openapi_30_dialect() -> None:
+    doc = minimal()
+    props = doc["components"]["schemas"]["Pet"]["properties"]
+    props["nick"] = {"type": "string", "nullable": True, "default": None, "example": None}
+    props["born"] = {"type": "string", "format": "date", "example": "2020-02-30x"}
+    props["seen"] = {"type": "string", "format": "date-time", "example": "2020-02-03T04:05:06Z"}
+    lines = full_report(doc, "f.json")
+    assert len(lines) == 1, lines
+    assert "/components/schemas/Pet/properties/born/example" in lines[0]
+
+
+def test_openapi_31_schema_examples_arrays_are_checked() -> None:
+    doc = minimal("3.1.0")
+    doc["components"]["schemas"]["Pet"]["examples"] = [{"name": "ok"}, {"name": 1}]
+    lines = full_report(doc, "f.json")
+    assert lines == [
+        "specgen: f.json: nit: example at /components/schemas/Pet/examples/1 contradicts the "
+        "schema at /components/schemas/Pet: 1 is not of type 'string' (at /name inside the value)"
+    ]
+
+
+def test_the_report_survives_a_document_the_library_cannot_walk() -> None:
+    doc = minimal()
+    doc["paths"]["/pets/{id}"]["get"]["parameters"] = [{"in": "query"}, "nonsense"]
+    lines = full_report(doc, "broken.json")
+    assert lines
+    assert all(line.startswith("specgen: broken.json: ") and "\n" not in line for line in lines)
+
+
+def test_the_report_refuses_what_it_cannot_validate_in_one_line() -> None:
+    assert full_report({"swagger": "2.0"}, "s.json") == [
+        "specgen: s.json: unsupported openapi version (missing) (need 3.0.x or 3.1.x)"
+    ]
+    assert full_report(["x"], "s.json") == [
+        "specgen: s.json: the document's top level is not an object"
+    ]
