@@ -659,26 +659,40 @@ class FakeAgentMemory:
 
     # -- one request -------------------------------------------------------------
 
-    def handle(self, method: str, target: str, headers: dict[str, str], body: bytes) -> Reply:
-        """Answer one request and log it; independent of the HTTP server so it is testable."""
+    def handle(
+        self,
+        method: str,
+        target: str,
+        headers: dict[str, str],
+        body: bytes,
+        refusal: Reply | None = None,
+    ) -> Reply:
+        """Answer one request and log it; independent of the HTTP server so it is testable.
+
+        `refusal` is an answer the transport already decided (a body it would not read);
+        it is still logged, so the log holds every request that arrived.
+        """
         auth = next((v for k, v in headers.items() if k.lower() == "authorization"), None)
         carried = auth is not None and hmac.compare_digest(auth.encode(), self._expected)
         operation_id = None
         with self._lock:
             try:
-                if auth is None or not auth.startswith("Bearer "):
+                if refusal is not None:
+                    reply = refusal
+                elif auth is None or not auth.startswith("Bearer "):
                     error = ApiError(401, CODE_AUTH, "authentication required: no bearer token")
                     error.headers["WWW-Authenticate"] = 'Bearer realm="agent-memory"'
                     raise error
-                if not carried:
+                elif not carried:
                     raise ApiError(403, CODE_AUTH, "authentication failed: unknown bearer token")
-                parts = urlsplit(target)
-                op, params = self.document.route(method, parts.path)
-                operation_id = op.operation_id
-                query = self._check_parameters(op, params, parts.query)
-                payload = self._check_body(op, body)
-                status, envelope = _HANDLERS[op.operation_id](self, params, query, payload)
-                reply = Reply(status, orjson.dumps(envelope) + b"\n")
+                else:
+                    parts = urlsplit(target)
+                    op, params = self.document.route(method, parts.path)
+                    operation_id = op.operation_id
+                    query = self._check_parameters(op, params, parts.query)
+                    payload = self._check_body(op, body)
+                    status, envelope = _HANDLERS[op.operation_id](self, params, query, payload)
+                    reply = Reply(status, orjson.dumps(envelope) + b"\n")
             except ApiError as error:
                 reply = Reply(error.status, orjson.dumps(error.envelope()) + b"\n", error.headers)
             except Exception as error:  # a bug in the fake: answer, log, never hang the caller
@@ -749,16 +763,21 @@ class FakeAgentMemory:
             sys_version = ""
 
             def _serve(self) -> None:
-                length = self.headers.get("Content-Length")
+                length = self.headers.get("Content-Length", "0")
+                refusal = None
                 if self.headers.get("Transfer-Encoding"):
-                    reply = _plain_error(411, "send the body with Content-Length")
+                    refusal = _plain_error(411, "send the body with Content-Length")
+                elif not length.isdigit():
+                    refusal = _plain_error(400, "Content-Length is not a number")
+                elif int(length) > MAX_BODY_BYTES:
+                    refusal = _plain_error(413, f"body over {MAX_BODY_BYTES} bytes")
+                if refusal is not None:
+                    # The body was not read, so this connection cannot carry another request.
                     self.close_connection = True
-                elif length is not None and (not length.isdigit() or int(length) > MAX_BODY_BYTES):
-                    reply = _plain_error(413, f"body over {MAX_BODY_BYTES} bytes")
-                    self.close_connection = True
-                else:
-                    body = self.rfile.read(int(length)) if length else b""
-                    reply = fake.handle(self.command, self.path, dict(self.headers.items()), body)
+                    refusal.headers["Connection"] = "close"
+                body = self.rfile.read(int(length)) if refusal is None else b""
+                headers = dict(self.headers.items())
+                reply = fake.handle(self.command, self.path, headers, body, refusal)
                 self.send_response(reply.status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(reply.body)))

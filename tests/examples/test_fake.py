@@ -448,3 +448,14 @@ def test_standalone_without_a_token_says_why_in_one_line() -> None:
     )
     assert proc.returncode == 2
     assert proc.stderr == "fake: no token: pass --token TOKEN or set CLOUDFLARE_API_TOKEN\n"
+
+
+def test_a_body_the_fake_will_not_read_is_refused_and_still_logged(
+    api: FakeAgentMemory, client: httpx.Client
+) -> None:
+    r = client.post(f"{ME}/remember", content=iter([b'{"content":', b'"x"}']))
+    assert r.status_code == 411
+    assert r.json()["success"] is False
+    assert r.headers["connection"] == "close"
+    assert api.requests == [RecordedRequest("POST", f"{ME}/remember", True, 411, None)]
+    assert client.get(NS).status_code == 200  # the client reconnects; the fake still serves
