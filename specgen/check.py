@@ -33,9 +33,9 @@ def regenerate_command(spec: str, outdir: str, options: Options) -> str:
     return " ".join(shlex.quote(w) for w in words)
 
 
-def diff_dir(result: Result, outdir: Path) -> list[str]:
-    """A unified diff for every file in `outdir` that `build` would write differently."""
-    problems: list[str] = []
+def compare(result: Result, outdir: Path) -> dict[str, str]:
+    """File name -> unified diff, for every file `build` would write differently."""
+    stale: dict[str, str] = {}
     for name in FILES:
         path = outdir / name
         want = result.files.get(name)
@@ -49,12 +49,15 @@ def diff_dir(result: Result, outdir: Path) -> list[str]:
             (have or "").splitlines(keepends=True),
             (want or "").splitlines(keepends=True),
             fromfile=f"{path} (committed)" if have is not None else f"{path} (missing)",
-            tofile=f"{path} (from the document)"
-            if want is not None
-            else f"{path} (should not exist)",
+            tofile=f"{path} (from the document)" if want is not None else f"{path} (should not exist)",
         )
-        problems.append("".join(line if line.endswith("\n") else line + "\n" for line in diff))
-    return problems
+        stale[name] = "".join(line if line.endswith("\n") else line + "\n" for line in diff)
+    return stale
+
+
+def diff_dir(result: Result, outdir: Path) -> list[str]:
+    """A unified diff for every file in `outdir` that `build` would write differently."""
+    return list(compare(result, outdir).values())
 
 
 def _profile(grants: Path, name: str) -> dict[str, Any]:
