@@ -110,7 +110,9 @@ class Route:
 
     def matches(self, method: str, target: str) -> bool:
         """Does a (canonical) request target fall under this entry?"""
-        if method.upper() != self.method.upper():
+        # ASCII only: str.upper() folds some non-ASCII letters onto ASCII ones
+        # ("poſt".upper() == "POST"), and a verb spelled that way is not one the grant lists.
+        if not method.isascii() or method.upper() != self.method.upper():
             return False
         got = target.split("/")[1:]
         want = self.segments

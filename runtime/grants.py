@@ -1,0 +1,502 @@
+"""The operator's grants file: which API a run may call, where, and with which key.
+
+The file is the operator's statement of authority, so the loader is strict on purpose:
+an unknown field, a duplicate key, trailing data or a wrong type is a refusal, never a
+silent default, because a misspelt `alow` that loaded as "no field" would change what a
+run may do without anyone noticing. Every refusal is one line starting
+`grants: profile "NAME": ` (or `grants: read/parse PATH: ` for the file as a whole).
+
+The key itself is read from the environment variable the profile names, once, at load;
+it is held in a `Secret` whose repr and str never show it, so a grant printed in a log,
+a traceback or a test failure does not leak it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from specgen.routes import (
+    METHODS,
+    Route,
+    RouteError,
+    is_control,
+    parse_route_line,
+    pattern_error,
+    route_error,
+)
+
+#: Calls a run may make when the profile sets no max_calls.
+DEFAULT_MAX_CALLS = 256
+#: The highest max_calls an operator may set.
+MAX_CALLS_CEILING = 100_000
+#: Longest profile name (bytes); also the longest name a run may ask for.
+MAX_PROFILE_NAME = 128
+
+_PROFILE_NAME = re.compile(r"[A-Za-z0-9._-]+\Z")
+_PROFILE_FIELDS = frozenset(
+    {
+        "base_url",
+        "global",
+        "allowed_callers",
+        "token",
+        "allow",
+        "catalog",
+        "preamble",
+        "preamble_file",
+        "health_check",
+        "max_calls",
+    }
+)
+_TOKEN_FIELDS = frozenset({"type", "env"})
+
+
+class GrantsError(ValueError):
+    """A grants file, profile or selection refused; str() is the whole one-line message.
+
+    Operator text (a route line, a file name) is echoed into messages; any control
+    character in it is escaped here so a refusal can never span two lines.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(_one_line(message))
+
+
+class Secret:
+    """A credential that never prints itself.
+
+    Only `reveal()` returns the value, and only the broker calls it, when it builds the
+    Authorization header of a request it has already approved.
+    """
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret(<hidden>)"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(("Secret", self._value))
+
+    def __reduce__(self) -> Any:
+        # Pickling would write the value somewhere the operator did not choose.
+        raise TypeError("a Secret cannot be pickled")
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One validated, immutable grant profile.
+
+    Frozen and built from tuples so that nothing a run does after selecting it can
+    widen it; there is no need for the reference's defensive deep copies.
+    """
+
+    name: str
+    base_url: str
+    global_name: str
+    allowed_callers: tuple[str, ...]
+    allow: tuple[Route, ...]
+    catalog: tuple[Route, ...] = ()
+    preamble: str = ""
+    health_check: Route | None = None
+    max_calls: int = DEFAULT_MAX_CALLS
+    token_env: str | None = None
+    token: Secret | None = field(default=None, repr=False, compare=False)
+
+    def allows(self, caller: str) -> bool:
+        """May `caller` run with this profile? `*` in the list admits any caller id."""
+        if not caller or caller == "*":
+            return False
+        return "*" in self.allowed_callers or caller in self.allowed_callers
+
+    def with_base_url(self, base_url: str) -> Profile:
+        """The same grant aimed at another origin (the example's loopback fake).
+
+        The override passes the same origin rules as the file's value, so a run cannot
+        use it to send the key over plain http to a remote host.
+        """
+        err = base_url_error(base_url)
+        if err is not None:
+            raise GrantsError(f"--base-url: {err}")
+        return replace(self, base_url=base_url)
+
+
+@dataclass(frozen=True)
+class Grants:
+    """Every profile of one grants file, by name."""
+
+    path: str
+    profiles: tuple[Profile, ...]
+
+    def names(self) -> list[str]:
+        return sorted(p.name for p in self.profiles)
+
+    def select(self, name: str, caller: str) -> Profile:
+        """The profile `name` if `caller` may use it.
+
+        An unknown name and a refused caller get the same message, so a caller cannot
+        learn which profile names exist by asking for them.
+        """
+        if len(name.encode("utf-8", "surrogatepass")) > MAX_PROFILE_NAME:
+            raise GrantsError(f"grant_profile exceeds {MAX_PROFILE_NAME} bytes")
+        for profile in self.profiles:
+            if profile.name == name and profile.allows(caller):
+                return profile
+        raise GrantsError(f"grant_profile {_quote(name)} is not available to this caller")
+
+
+# ---------------------------------------------------------------------------------------
+# loading
+
+
+def load(path: str | os.PathLike[str], *, environ: Mapping[str, str] | None = None) -> Grants:
+    """Read, parse and validate a grants file; raise GrantsError with one line on any fault.
+
+    `environ` is where token variables are read from (default os.environ); tests pass a
+    dict so they never depend on the developer's shell.
+    """
+    env = os.environ if environ is None else environ
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as e:
+        raise GrantsError(f"grants: read {p}: {e.strerror or e}") from None
+    doc = _parse(raw, p)
+    if not isinstance(doc, dict):
+        raise GrantsError(f"grants: parse {p}: the top level must be an object")
+    for key in doc:
+        if key != "profiles":
+            raise GrantsError(f"grants: parse {p}: unknown field {_quote(key)}")
+    profiles = doc.get("profiles")
+    if not isinstance(profiles, dict):
+        raise GrantsError(f'grants: parse {p}: "profiles" must be an object')
+    base_dir = Path(os.path.abspath(p)).parent
+    loaded = tuple(
+        _load_profile(name, body, base_dir, env) for name, body in sorted(profiles.items())
+    )
+    return Grants(path=str(p), profiles=loaded)
+
+
+def _parse(raw: bytes, p: Path) -> Any:
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for k, v in items:
+            if k in out:
+                raise _ParseFault(f"duplicate key {_quote(k)}")
+            out[k] = v
+        return out
+
+    def no_constant(name: str) -> Any:
+        raise _ParseFault(f"{name} is not JSON")
+
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise GrantsError(f"grants: parse {p}: not valid UTF-8 at byte {e.start}") from None
+    if text.startswith("\ufeff"):
+        raise GrantsError(f"grants: parse {p}: the file starts with a byte-order mark")
+    try:
+        return json.loads(text, object_pairs_hook=pairs, parse_constant=no_constant)
+    except _ParseFault as e:
+        raise GrantsError(f"grants: parse {p}: {e}") from None
+    except json.JSONDecodeError as e:
+        what = "trailing data after the JSON value" if e.msg == "Extra data" else e.msg
+        raise GrantsError(f"grants: parse {p}: {what} (line {e.lineno} column {e.colno})") from None
+    except RecursionError:
+        raise GrantsError(f"grants: parse {p}: nested too deeply") from None
+
+
+class _ParseFault(ValueError):
+    pass
+
+
+class _ProfileFault(ValueError):
+    """Raised inside one profile; the loader adds the `grants: profile "NAME": ` prefix."""
+
+
+def _load_profile(name: str, body: Any, base_dir: Path, env: Mapping[str, str]) -> Profile:
+    try:
+        return _build_profile(name, body, base_dir, env)
+    except (_ProfileFault, RouteError) as e:
+        raise GrantsError(f"grants: profile {_quote(name)}: {e}") from None
+
+
+def _build_profile(name: str, body: Any, base_dir: Path, env: Mapping[str, str]) -> Profile:
+    _check_name(name)
+    if not isinstance(body, dict):
+        raise _ProfileFault("must be an object")
+    for key in body:
+        if key not in _PROFILE_FIELDS:
+            raise _ProfileFault(f"unknown field {_quote(key)}")
+    # JSON null counts as absent, as in the reference's decoder.
+    body = {k: v for k, v in body.items() if v is not None}
+
+    allow_lines = _string_list(body, "allow")
+    allow = tuple(parse_route_line(line, "allow entry") for line in allow_lines)
+    catalog_lines = _string_list(body, "catalog")
+    catalog = tuple(parse_route_line(line, "catalog allow entry") for line in catalog_lines)
+    _check_routes(catalog, "catalog ")
+    callers = _callers(body)
+    preamble = _preamble(body, base_dir)
+    token_env, token = _token(body, env)
+    health = _health_check(body)
+    base_url = _string(body, "base_url")
+    global_name = _string(body, "global") or "host"
+    max_calls = body.get("max_calls", 0)
+    if not isinstance(max_calls, int) or isinstance(max_calls, bool):
+        raise _ProfileFault("max_calls must be an integer")
+
+    # Whole-grant validation, in the reference's order.
+    if not base_url:
+        raise _ProfileFault("host-api grant: BaseURL is required")
+    if not (_utf8(global_name) and _utf8(preamble)):
+        raise _ProfileFault("host-api grant: Global and Preamble must be valid UTF-8")
+    if not (max_calls == 0 or 1 <= max_calls <= MAX_CALLS_CEILING):
+        raise _ProfileFault(
+            "host-api grant: MaxCalls must be 0 (the default, 256) or between 1 and 100000"
+        )
+    err = base_url_error(base_url)
+    if err is not None:
+        raise _ProfileFault(err)
+    _check_routes(allow, "host-api grant: ")
+    if health is not None:
+        _check_health(health)
+
+    return Profile(
+        name=name,
+        base_url=base_url,
+        global_name=global_name,
+        allowed_callers=callers,
+        allow=allow,
+        catalog=catalog,
+        preamble=preamble,
+        health_check=health,
+        max_calls=max_calls or DEFAULT_MAX_CALLS,
+        token_env=token_env,
+        token=token,
+    )
+
+
+def _check_name(name: str) -> None:
+    if not name:
+        raise _ProfileFault("name must be non-empty")
+    if name != name.strip():
+        raise _ProfileFault("name must not have surrounding whitespace")
+    if len(name.encode("utf-8", "surrogatepass")) > MAX_PROFILE_NAME:
+        raise _ProfileFault(f"name exceeds {MAX_PROFILE_NAME} bytes")
+    if not _PROFILE_NAME.match(name):
+        raise _ProfileFault("name may contain only letters, digits, '.', '_' and '-'")
+
+
+def _string(body: dict[str, Any], key: str) -> str:
+    value = body.get(key, "")
+    if not isinstance(value, str):
+        raise _ProfileFault(f"{key} must be a string")
+    return value
+
+
+def _string_list(body: dict[str, Any], key: str) -> list[str]:
+    value = body.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _ProfileFault(f"{key} must be a list of strings")
+    return value
+
+
+def _check_routes(routes: tuple[Route, ...], prefix: str) -> None:
+    seen: set[tuple[str, str]] = set()
+    for route in routes:
+        if not (_utf8(route.method) and _utf8(route.path)):
+            raise _ProfileFault(f"{prefix}route method and path must be valid UTF-8")
+        err = route_error(route.method, route.path)
+        if err is not None:
+            raise _ProfileFault(f"{prefix}{err}")
+        key = (route.method, route.path)
+        if key in seen:
+            raise _ProfileFault(f"{prefix}duplicate route {route.method} {route.path}")
+        seen.add(key)
+
+
+def _callers(body: dict[str, Any]) -> tuple[str, ...]:
+    raw = _string_list(body, "allowed_callers")
+    if not raw:
+        raise _ProfileFault("allowed_callers must name at least one authenticated principal")
+    out: list[str] = []
+    for entry in raw:
+        caller = entry.strip()
+        if not caller:
+            raise _ProfileFault("allowed_callers contains an empty principal")
+        if caller in out:
+            raise _ProfileFault(f"allowed_callers contains duplicate principal {_quote(caller)}")
+        out.append(caller)
+    return tuple(out)
+
+
+def _preamble(body: dict[str, Any], base_dir: Path) -> str:
+    inline = _string(body, "preamble")
+    rel = _string(body, "preamble_file")
+    if "preamble" in body and "preamble_file" in body:
+        raise _ProfileFault("set either preamble or preamble_file, not both")
+    if not rel:
+        return inline
+    candidate = Path(os.path.normpath(base_dir / rel))
+    if Path(rel).is_absolute() or not candidate.is_relative_to(base_dir):
+        raise _ProfileFault(f"preamble_file {_quote(rel)} escapes the grants directory")
+    try:
+        resolved = candidate.resolve(strict=True)
+        real_dir = base_dir.resolve(strict=True)
+    except OSError as e:
+        raise _ProfileFault(f"read preamble_file: {e.strerror or e}: {rel}") from None
+    if not resolved.is_relative_to(real_dir):
+        raise _ProfileFault(f"preamble_file {_quote(rel)} resolves outside the grants directory")
+    try:
+        data = resolved.read_bytes()
+    except OSError as e:
+        raise _ProfileFault(f"read preamble_file: {e.strerror or e}: {rel}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _ProfileFault("host-api grant: Global and Preamble must be valid UTF-8") from None
+
+
+def _token(body: dict[str, Any], env: Mapping[str, str]) -> tuple[str | None, Secret | None]:
+    if "token" not in body:
+        return None, None
+    spec = body["token"]
+    if not isinstance(spec, dict):
+        raise _ProfileFault("token must be an object")
+    for key in spec:
+        if key not in _TOKEN_FIELDS:
+            raise _ProfileFault(f"token: unknown field {_quote(key)}")
+    kind = spec.get("type") or ""
+    var = spec.get("env") or ""
+    if not isinstance(kind, str) or not isinstance(var, str):
+        raise _ProfileFault("token.type and token.env must be strings")
+    if kind not in ("", "static"):
+        raise _ProfileFault(f"unknown token.type {_quote(kind)} (want static)")
+    if not var:
+        raise _ProfileFault("token.env is required for a static token")
+    value = env.get(var, "")
+    if not value:
+        raise _ProfileFault(f"token env {_quote(var)} is empty or unset")
+    # The reference only checks this at run time; refusing at load is the same outcome
+    # (every run refused) stated earlier, and the message never includes the value.
+    if not all(0x21 <= ord(ch) <= 0x7E for ch in value):
+        raise _ProfileFault(
+            f"token env {_quote(var)} is not a bearer token (printable ASCII, no spaces)"
+        )
+    return var, Secret(value)
+
+
+def _health_check(body: dict[str, Any]) -> Route | None:
+    line = _string(body, "health_check")
+    if not line.strip():
+        return None
+    return parse_route_line(line, "health_check")
+
+
+def _check_health(route: Route) -> None:
+    if not (_utf8(route.method) and _utf8(route.path)):
+        raise _ProfileFault("host-api grant: health_check method and path must be valid UTF-8")
+    if route.method != "GET":
+        raise _ProfileFault(
+            f"host-api grant: health_check must be a GET route, got {_quote(route.method)}"
+        )
+    if "*" in route.path:
+        raise _ProfileFault(
+            "host-api grant: health_check path must be concrete (no wildcard); "
+            "the broker probes an exact URL"
+        )
+    reason = pattern_error(route.path)
+    if reason is not None:
+        raise _ProfileFault(f"host-api grant: health_check {_quote(route.path)}: {reason}")
+
+
+def base_url_error(url: str) -> str | None:
+    """Why `url` cannot be a grant's base_url (origin only; https unless loopback)."""
+    if not url:
+        return "host-api grant: BaseURL is required"
+    if not _utf8(url) or any(ord(ch) < 0x21 or ord(ch) == 0x7F for ch in url):
+        return f"host-api grant: BaseURL {_quote(url)} is not a valid URL with a host"
+    try:
+        parts = urlsplit(url)
+        _ = parts.port
+    except ValueError:
+        return f"host-api grant: BaseURL {_quote(url)} is not a valid URL with a host"
+    if not parts.hostname:
+        return f"host-api grant: BaseURL {_quote(url)} is not a valid URL with a host"
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https"):
+        return "host-api grant: BaseURL scheme must be http or https"
+    if scheme == "http" and not _is_loopback(parts.hostname):
+        return "host-api grant: non-loopback BaseURL must use https"
+    if (
+        "@" in parts.netloc
+        or parts.path
+        or parts.query
+        or parts.fragment
+        or "?" in url
+        or "#" in url
+    ):
+        return (
+            "host-api grant: BaseURL must be an origin only (scheme and host, with optional port)"
+        )
+    return None
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _utf8(s: str) -> bool:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _quote(s: str) -> str:
+    """Go-%q-like quoting: a double-quoted string with escapes, always on one line."""
+    return _one_line(json.dumps(s, ensure_ascii=False))
+
+
+def _one_line(s: str) -> str:
+    """Escape control characters, line terminators and lone surrogates as \\uXXXX."""
+    return "".join(
+        f"\\u{ord(ch):04x}" if is_control(ch) or 0xD800 <= ord(ch) <= 0xDFFF else ch for ch in s
+    )
+
+
+__all__ = [
+    "DEFAULT_MAX_CALLS",
+    "MAX_CALLS_CEILING",
+    "METHODS",
+    "Grants",
+    "GrantsError",
+    "Profile",
+    "Secret",
+    "base_url_error",
+    "load",
+]

@@ -1,0 +1,159 @@
+"""The broker's record of a run: metadata only, by construction.
+
+A row has a field for the allow entry a call matched (the operator's own text), its
+status, sizes and latency, and nothing else. There is no field for the raw path, a
+query, a body, a header or the key, so no later change to what the broker sees can
+make the trace (or the audit line built from it) carry them. Denied calls are only
+counted: they matched no template, so there is nothing safe to record about them.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import asdict, dataclass
+
+import orjson
+
+from specgen.routes import Route
+
+#: Rows a trace keeps; later calls are still made but only counted as dropped. The cap
+#: does not grow with a raised max_calls, so an audit line stays bounded.
+MAX_ROWS = 256
+
+_TRACE_ID = re.compile(r"[A-Za-z0-9._:\-]{1,128}\Z")
+
+
+class TraceIdError(ValueError):
+    """A caller-supplied trace_id the audit line will not carry."""
+
+
+@dataclass(frozen=True, slots=True)
+class TraceRow:
+    """One call that was sent upstream."""
+
+    seq: int
+    method: str
+    route: str
+    status: int
+    delivered: bool
+    bytes_sent: int
+    bytes_back: int
+    latency_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class TraceSnapshot:
+    """What a run's trace holds when the run ends."""
+
+    rows: tuple[TraceRow, ...]
+    denied: int
+    dropped: int
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "calls": [asdict(r) for r in self.rows],
+            "denied": self.denied,
+            "dropped": self.dropped,
+        }
+
+
+class CallTrace:
+    """Thread-safe accumulator the broker writes into during one run."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._rows: list[TraceRow] = []
+        self._seq = 0
+        self._denied = 0
+        self._dropped = 0
+
+    def deny(self) -> None:
+        with self._lock:
+            self._denied += 1
+
+    def record(
+        self,
+        route: Route,
+        *,
+        status: int,
+        delivered: bool,
+        bytes_sent: int,
+        bytes_back: int,
+        latency_s: float,
+    ) -> None:
+        """Add a row for a call that went upstream; only the matched template is kept."""
+        with self._lock:
+            self._seq += 1
+            if len(self._rows) >= MAX_ROWS:
+                self._dropped += 1
+                return
+            self._rows.append(
+                TraceRow(
+                    seq=self._seq,
+                    method=route.method.upper(),
+                    route=route.path,
+                    status=status,
+                    delivered=delivered,
+                    bytes_sent=bytes_sent,
+                    bytes_back=bytes_back if delivered else 0,
+                    latency_ms=round(latency_s * 1000.0, 3),
+                )
+            )
+
+    def snapshot(self) -> TraceSnapshot:
+        with self._lock:
+            return TraceSnapshot(tuple(self._rows), self._denied, self._dropped)
+
+
+def check_trace_id(trace_id: str) -> str:
+    """Accept a caller's trace id only if it is a short plain token.
+
+    The id is the caller's own correlation key; restricting its alphabet keeps the audit
+    line from becoming a channel for arbitrary text (a path, a body) under another name.
+    """
+    if not _TRACE_ID.match(trace_id):
+        raise TraceIdError("trace_id must be 1 to 128 characters from A-Z a-z 0-9 . _ : -")
+    return trace_id
+
+
+def audit_line(profile: str, snapshot: TraceSnapshot, trace_id: str | None = None) -> str:
+    """The run's one audit record: a single line of JSON, keys in a fixed order.
+
+    Fields: `profile`, `trace_id` (only when the caller gave one), `calls` (the rows),
+    `denied`, `dropped`. Nothing else exists to be filled in.
+    """
+    record: dict[str, object] = {"profile": profile}
+    if trace_id is not None:
+        record["trace_id"] = check_trace_id(trace_id)
+    record.update(snapshot.to_dict())
+    return orjson.dumps(record).decode("utf-8")
+
+
+def format_table(snapshot: TraceSnapshot) -> str:
+    """The trace as the text table `specgen run` prints on stderr."""
+    lines = ["trace:"]
+    if snapshot.rows:
+        header = ("#", "method", "route", "status", "delivered", "sent", "back", "ms")
+        body = [
+            (
+                str(r.seq),
+                r.method,
+                r.route,
+                str(r.status),
+                "yes" if r.delivered else "no",
+                str(r.bytes_sent),
+                str(r.bytes_back),
+                f"{r.latency_ms:.1f}",
+            )
+            for r in snapshot.rows
+        ]
+        widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
+        for row in [header, *body]:
+            lines.append(
+                "  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+            )
+    else:
+        lines.append("  no call recorded")
+    lines.append(f"  denied {snapshot.denied}, dropped {snapshot.dropped}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,129 @@
+"""A real HTTP server on 127.0.0.1 for broker tests: records every request it receives.
+
+Tests that claim "zero requests reached the API" need an API that would have seen them;
+respx intercepts inside httpx, so this server is the independent witness.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass
+class Seen:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+
+Responder = Callable[[BaseHTTPRequestHandler, Seen], None]
+
+
+def json_ok(handler: BaseHTTPRequestHandler, seen: Seen) -> None:
+    body = b'{"ok":true}'
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(body)))
+    handler.send_header("Set-Cookie", "session=upstream-secret")
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+@dataclass
+class FakeAPI:
+    responder: Responder = json_ok
+    requests: list[Seen] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        api = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _any(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                seen = Seen(
+                    self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body
+                )
+                api.requests.append(seen)
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    api.responder(self, seen)
+
+            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _any
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def reply(status: int, body: bytes = b"", headers: dict[str, str] | None = None) -> Responder:
+    def respond(handler: BaseHTTPRequestHandler, seen: Seen) -> None:
+        handler.send_response(status)
+        for k, v in (headers or {}).items():
+            handler.send_header(k, v)
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+
+    return respond
+
+
+def chunked(total: int, chunk: int = 64 * 1024) -> Responder:
+    """A chunked body of `total` bytes with no Content-Length."""
+
+    def respond(handler: BaseHTTPRequestHandler, seen: Seen) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Transfer-Encoding", "chunked")
+        handler.end_headers()
+        sent = 0
+        piece = b"x" * chunk
+        try:
+            while sent < total:
+                part = piece[: min(chunk, total - sent)]
+                handler.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+                sent += len(part)
+            handler.wfile.write(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    return respond
+
+
+def stall(seconds: float) -> Responder:
+    """Accept the request, then say nothing for `seconds` (a hung API)."""
+    done = threading.Event()
+
+    def respond(handler: BaseHTTPRequestHandler, seen: Seen) -> None:
+        done.wait(seconds)
+        handler.close_connection = True
+
+    return respond
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -1,0 +1,395 @@
+"""The grants loader: strict parsing, every field's refusal, profile selection."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import pickle
+from pathlib import Path
+
+import pytest
+
+from runtime.grants import DEFAULT_MAX_CALLS, GrantsError, Profile, Secret, load
+from specgen.routes import Route
+
+KEY = "fake-agent-memory-token-held-by-the-broker"
+ENV = {"CLOUDFLARE_API_TOKEN": KEY}
+ACCOUNT = "/client/v4/accounts/00000000000000000000000000000042/agent-memory"
+MINE = f"{ACCOUNT}/namespaces/support-agent/profiles/customer-42"
+
+MISSION_PROFILE: dict[str, object] = {
+    "base_url": "https://api.cloudflare.com",
+    "global": "memory",
+    "allowed_callers": ["support-agent"],
+    "token": {"type": "static", "env": "CLOUDFLARE_API_TOKEN"},
+    "allow": [
+        f"POST {MINE}/remember",
+        f"POST {MINE}/recall",
+        f"GET {MINE}/memories/*",
+    ],
+    "catalog": [
+        "GET /client/v4/accounts/*/agent-memory/namespaces",
+        "POST /client/v4/accounts/*/agent-memory/namespaces",
+        "DELETE /client/v4/accounts/*/agent-memory/namespaces/*",
+        "GET /client/v4/accounts/*/agent-memory/namespaces/*",
+        "GET /client/v4/accounts/*/agent-memory/namespaces/*/profiles",
+        "DELETE /client/v4/accounts/*/agent-memory/namespaces/*/profiles/*",
+        "POST /client/v4/accounts/*/agent-memory/namespaces/*/profiles/*/ingest",
+        "GET /client/v4/accounts/*/agent-memory/namespaces/*/profiles/*/memories",
+        "DELETE /client/v4/accounts/*/agent-memory/namespaces/*/profiles/*/memories/*",
+        "GET /client/v4/accounts/*/agent-memory/namespaces/*/profiles/*/memories/*",
+        "POST /client/v4/accounts/*/agent-memory/namespaces/*/profiles/*/recall",
+        "POST /client/v4/accounts/*/agent-memory/namespaces/*/profiles/*/remember",
+        "DELETE /client/v4/accounts/*/agent-memory/namespaces/*/profiles/*/sessions/*",
+        "POST /client/v4/accounts/*/agent-memory/namespaces/*/profiles/*/summary",
+    ],
+    "preamble_file": "preamble.js",
+}
+
+
+def write(tmp_path: Path, profiles: object, *, raw: str | None = None) -> Path:
+    path = tmp_path / "grants.json"
+    path.write_text(raw if raw is not None else json.dumps({"profiles": profiles}), "utf-8")
+    (tmp_path / "preamble.js").write_text("// the generated client\n", "utf-8")
+    return path
+
+
+def refused(tmp_path: Path, profile: dict[str, object], env: dict[str, str] = ENV) -> str:
+    path = write(tmp_path, {"p": profile})
+    with pytest.raises(GrantsError) as info:
+        load(path, environ=env)
+    message = str(info.value)
+    assert "\n" not in message
+    assert KEY not in message
+    return message
+
+
+def minimal(**fields: object) -> dict[str, object]:
+    base: dict[str, object] = {
+        "base_url": "https://api.internal",
+        "allowed_callers": ["agent"],
+        "allow": ["GET /v1/items/*"],
+    }
+    base.update(fields)
+    return {k: v for k, v in base.items() if v is not _DROP}
+
+
+_DROP = object()
+
+
+def test_the_mission_grants_file_loads(tmp_path: Path) -> None:
+    grants = load(write(tmp_path, {"agent-memory": MISSION_PROFILE}), environ=ENV)
+    profile = grants.select("agent-memory", "support-agent")
+    assert profile.global_name == "memory"
+    assert profile.base_url == "https://api.cloudflare.com"
+    assert profile.allow[2] == Route(f"{MINE}/memories/*", "GET")
+    assert len(profile.catalog) == 14
+    assert profile.preamble == "// the generated client\n"
+    assert profile.max_calls == DEFAULT_MAX_CALLS
+    assert profile.token == Secret(KEY)
+    assert profile.token_env == "CLOUDFLARE_API_TOKEN"
+
+
+def test_the_key_never_prints(tmp_path: Path) -> None:
+    grants = load(write(tmp_path, {"agent-memory": MISSION_PROFILE}), environ=ENV)
+    profile = grants.profiles[0]
+    for text in (repr(grants), str(grants), repr(profile), str(profile.token), repr(profile.token)):
+        assert KEY not in text
+    with pytest.raises(TypeError):
+        pickle.dumps(profile)
+    # The same search finds a planted value, so the check above can fail.
+    assert KEY in repr(dataclasses.replace(profile, global_name=KEY))
+
+
+def test_profile_is_frozen(tmp_path: Path) -> None:
+    profile = load(write(tmp_path, {"p": minimal()}), environ=ENV).profiles[0]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        profile.allow = ()  # type: ignore[misc]
+    assert isinstance(profile.allow, tuple)
+
+
+def test_defaults(tmp_path: Path) -> None:
+    profile = load(write(tmp_path, {"p": minimal()}), environ={}).profiles[0]
+    assert profile.global_name == "host"
+    assert profile.token is None
+    assert profile.preamble == ""
+    assert profile.catalog == ()
+    assert profile.health_check is None
+
+
+def test_method_is_upper_cased(tmp_path: Path) -> None:
+    profile = load(write(tmp_path, {"p": minimal(allow=["get /v1/lights"])}), environ={}).profiles[
+        0
+    ]
+    assert profile.allow == (Route("/v1/lights", "GET"),)
+
+
+def test_max_calls_and_health_check(tmp_path: Path) -> None:
+    path = write(tmp_path, {"p": minimal(max_calls=6000, health_check="GET /status")})
+    profile = load(path, environ={}).profiles[0]
+    assert profile.max_calls == 6000
+    assert profile.health_check == Route("/status", "GET")
+    profile = load(write(tmp_path, {"p": minimal(max_calls=0)}), environ={}).profiles[0]
+    assert profile.max_calls == 256
+
+
+# ---- every field's refusal, with the reference's texts --------------------------------
+
+FIELD_ERRORS = [
+    (minimal(oops=1), 'unknown field "oops"'),
+    (minimal(base_url=_DROP), "host-api grant: BaseURL is required"),
+    (minimal(base_url=""), "host-api grant: BaseURL is required"),
+    (minimal(base_url=5), "base_url must be a string"),
+    (
+        minimal(base_url="http://api.internal"),
+        "host-api grant: non-loopback BaseURL must use https",
+    ),
+    (
+        minimal(base_url="ftp://api.internal"),
+        "host-api grant: BaseURL scheme must be http or https",
+    ),
+    (
+        minimal(base_url="api.internal"),
+        'host-api grant: BaseURL "api.internal" is not a valid URL with a host',
+    ),
+    (minimal(base_url="https://api.internal:99999"), "is not a valid URL with a host"),
+    (
+        minimal(base_url="https://api.internal/"),
+        "host-api grant: BaseURL must be an origin only (scheme and host, with optional port)",
+    ),
+    (minimal(base_url="https://api.internal/v1"), "must be an origin only"),
+    (minimal(base_url="https://u:p@api.internal"), "must be an origin only"),
+    (minimal(base_url="https://api.internal?"), "must be an origin only"),
+    (minimal(base_url="https://api.internal#x"), "must be an origin only"),
+    (
+        minimal(allowed_callers=_DROP),
+        "allowed_callers must name at least one authenticated principal",
+    ),
+    (minimal(allowed_callers=[]), "allowed_callers must name at least one authenticated principal"),
+    (minimal(allowed_callers=[" "]), "allowed_callers contains an empty principal"),
+    (minimal(allowed_callers=["a", " a "]), 'allowed_callers contains duplicate principal "a"'),
+    (minimal(allowed_callers="a"), "allowed_callers must be a list of strings"),
+    (minimal(allow=["GET"]), 'allow entry "GET" must be "METHOD /path"'),
+    (minimal(allow=["GET v1/x"]), 'allow entry "GET v1/x": path must be absolute'),
+    (
+        minimal(allow=["HEAD /v1/x"]),
+        'host-api grant: route method "HEAD" is not one of GET, PUT, POST, DELETE, PATCH',
+    ),
+    (
+        minimal(allow=["GET /v1/../admin"]),
+        'host-api grant: route GET "/v1/../admin": path must not contain empty, dot, traversal, or ";" segments',
+    ),
+    (
+        minimal(allow=["GET /v1/light*"]),
+        'route GET "/v1/light*": wildcard must occupy a complete path segment',
+    ),
+    (minimal(allow=["GET /v1/%41"]), "path must be decoded and canonical"),
+    (minimal(allow=["GET /v1/a b/c d"]), 'allow entry "GET /v1/a b/c d" must be "METHOD /path"'),
+    (minimal(allow=["GET /v1/é"]), "path contains bytes that require wire encoding"),
+    (minimal(allow=["GET /v1/x", "get /v1/x"]), "host-api grant: duplicate route GET /v1/x"),
+    (minimal(allow="GET /v1/x"), "allow must be a list of strings"),
+    (minimal(catalog=["GET /v1/../admin"]), 'catalog route GET "/v1/../admin"'),
+    (minimal(catalog=["GET /v1/..;/admin"]), 'catalog route GET "/v1/..;/admin"'),
+    (minimal(catalog=["HEAD /v1/lights"]), 'catalog route method "HEAD" is not one of'),
+    (minimal(catalog=["GET /v1/light*"]), "wildcard must occupy a complete path segment"),
+    (minimal(catalog=["GET"]), 'catalog allow entry "GET" must be "METHOD /path"'),
+    (minimal(catalog=["GET /a", "GET /a"]), "catalog duplicate route GET /a"),
+    (
+        minimal(preamble="x", preamble_file="preamble.js"),
+        "set either preamble or preamble_file, not both",
+    ),
+    (
+        minimal(preamble_file="../outside.js"),
+        'preamble_file "../outside.js" escapes the grants directory',
+    ),
+    (
+        minimal(preamble_file="/etc/passwd"),
+        'preamble_file "/etc/passwd" escapes the grants directory',
+    ),
+    (minimal(preamble_file="missing.js"), "read preamble_file:"),
+    (minimal(preamble=3), "preamble must be a string"),
+    (minimal(token="KEY"), "token must be an object"),
+    (minimal(token={"type": "static"}), "token.env is required for a static token"),
+    (minimal(token={"type": "jwt", "env": "X"}), 'unknown token.type "jwt" (want static)'),
+    (minimal(token={"env": "UNSET_VARIABLE"}), 'token env "UNSET_VARIABLE" is empty or unset'),
+    (minimal(token={"env": "EMPTY"}), 'token env "EMPTY" is empty or unset'),
+    (minimal(token={"env": "SPACED"}), 'token env "SPACED" is not a bearer token'),
+    (minimal(token={"env": "CLOUDFLARE_API_TOKEN", "value": KEY}), 'token: unknown field "value"'),
+    (minimal(health_check="GET"), 'health_check "GET" must be "METHOD /path"'),
+    (minimal(health_check="GET status"), 'health_check "GET status": path must be absolute'),
+    (
+        minimal(health_check="POST /status"),
+        'host-api grant: health_check must be a GET route, got "POST"',
+    ),
+    (
+        minimal(health_check="GET /health/*"),
+        "host-api grant: health_check path must be concrete (no wildcard); the broker probes an exact URL",
+    ),
+    (
+        minimal(health_check="GET /../secrets"),
+        'host-api grant: health_check "/../secrets": path must not contain empty, dot, traversal',
+    ),
+    (
+        minimal(max_calls=100001),
+        "host-api grant: MaxCalls must be 0 (the default, 256) or between 1 and 100000",
+    ),
+    (minimal(max_calls=-1), "MaxCalls must be 0 (the default, 256) or between 1 and 100000"),
+    (minimal(max_calls=1.5), "max_calls must be an integer"),
+    (minimal(max_calls=True), "max_calls must be an integer"),
+    (minimal(max_calls="5"), "max_calls must be an integer"),
+    (minimal(**{"global": 1}), "global must be a string"),
+    (minimal(**{"global": "\ud800"}), "host-api grant: Global and Preamble must be valid UTF-8"),
+]
+
+
+@pytest.mark.parametrize(("profile", "expected"), FIELD_ERRORS, ids=[e for _, e in FIELD_ERRORS])
+def test_every_field_error(tmp_path: Path, profile: dict[str, object], expected: str) -> None:
+    env = {**ENV, "EMPTY": "", "SPACED": "two words"}
+    message = refused(tmp_path, profile, env)
+    assert message.startswith('grants: profile "p": '), message
+    assert expected in message, message
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("", "name must be non-empty"),
+        (" bad ", "name must not have surrounding whitespace"),
+        ("bad/name", "name may contain only letters, digits, '.', '_' and '-'"),
+        ("é", "name may contain only letters"),
+        ("x" * 129, "name exceeds 128 bytes"),
+    ],
+)
+def test_profile_names(tmp_path: Path, name: str, expected: str) -> None:
+    with pytest.raises(GrantsError) as info:
+        load(write(tmp_path, {name: minimal()}), environ={})
+    assert str(info.value).startswith(
+        f"grants: profile {json.dumps(name, ensure_ascii=False)}: {expected}"
+    )
+
+
+def test_control_characters_in_echoed_text_stay_on_one_line(tmp_path: Path) -> None:
+    message = refused(tmp_path, minimal(allow=["GET /a\n/b /c"]))
+    assert "\n" not in message
+    assert "\\u000a" in message
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ('{"profiles": {}} {"profiles": {}}', "trailing data after the JSON value"),
+        ('{"profiles": {}}x', "trailing data"),
+        ('{"profiles": {}, "extra": 1}', 'unknown field "extra"'),
+        ('{"profiles": {"p": {}, "p": {}}}', 'duplicate key "p"'),
+        ('{"profiles": []}', '"profiles" must be an object'),
+        ("[]", "the top level must be an object"),
+        ("{", "parse"),
+        ('{"profiles": {"p": {"max_calls": NaN}}}', "NaN is not JSON"),
+        ("\ufeff{}", "byte-order mark"),
+    ],
+)
+def test_file_level_errors(tmp_path: Path, raw: str, expected: str) -> None:
+    path = write(tmp_path, None, raw=raw)
+    with pytest.raises(GrantsError) as info:
+        load(path, environ={})
+    assert str(info.value).startswith(f"grants: parse {path}: ")
+    assert expected in str(info.value)
+
+
+def test_invalid_utf8_file(tmp_path: Path) -> None:
+    path = tmp_path / "grants.json"
+    path.write_bytes(b'{"profiles": {"\xff": {}}}')
+    with pytest.raises(GrantsError, match="not valid UTF-8"):
+        load(path, environ={})
+
+
+def test_unreadable_file(tmp_path: Path) -> None:
+    with pytest.raises(GrantsError, match=r"^grants: read .*missing\.json: "):
+        load(tmp_path / "missing.json", environ={})
+
+
+def test_preamble_symlink_escape(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "evil.js").write_text("globalThis.x = 1\n")
+    inside = tmp_path / "grants"
+    inside.mkdir()
+    os.symlink(outside / "evil.js", inside / "preamble.js")
+    path = inside / "grants.json"
+    path.write_text(json.dumps({"profiles": {"p": minimal(preamble_file="preamble.js")}}))
+    with pytest.raises(GrantsError) as info:
+        load(path, environ={})
+    assert str(info.value) == (
+        'grants: profile "p": preamble_file "preamble.js" resolves outside the grants directory'
+    )
+
+
+def test_preamble_symlink_inside_is_fine(tmp_path: Path) -> None:
+    (tmp_path / "real.js").write_text("// real\n")
+    os.symlink(tmp_path / "real.js", tmp_path / "link.js")
+    path = write(tmp_path, {"p": minimal(preamble_file="link.js")})
+    assert load(path, environ={}).profiles[0].preamble == "// real\n"
+
+
+def test_preamble_file_in_a_subfolder_and_relative_grants_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "js").mkdir()
+    (tmp_path / "js" / "p.js").write_text("// sub\n")
+    write(tmp_path, {"p": minimal(preamble_file="js/p.js")})
+    monkeypatch.chdir(tmp_path)
+    assert load("grants.json", environ={}).profiles[0].preamble == "// sub\n"
+
+
+def test_null_fields_are_absent(tmp_path: Path) -> None:
+    path = write(tmp_path, {"p": minimal(token=None, catalog=None, preamble=None)})
+    profile = load(path, environ={}).profiles[0]
+    assert profile.token is None
+
+
+# ---- selection ------------------------------------------------------------------------
+
+
+def test_select_same_error_for_unknown_profile_and_refused_caller(tmp_path: Path) -> None:
+    grants = load(write(tmp_path, {"agent-memory": MISSION_PROFILE}), environ=ENV)
+    messages = set()
+    for name, caller in [
+        ("agent-memory", "someone-else"),
+        ("no-such-profile", "support-agent"),
+        ("agent-memory", ""),
+        ("agent-memory", "*"),
+        ("agent-memory", " support-agent"),
+    ]:
+        with pytest.raises(GrantsError) as info:
+            grants.select(name, caller)
+        messages.add(str(info.value).replace(json.dumps(name), '"NAME"'))
+    assert messages == {'grant_profile "NAME" is not available to this caller'}
+    with pytest.raises(GrantsError, match="grant_profile exceeds 128 bytes"):
+        grants.select("x" * 129, "support-agent")
+
+
+def test_star_admits_any_caller(tmp_path: Path) -> None:
+    grants = load(write(tmp_path, {"p": minimal(allowed_callers=["*"])}), environ={})
+    assert grants.select("p", "anyone").name == "p"
+
+
+def test_base_url_override(tmp_path: Path) -> None:
+    profile = load(write(tmp_path, {"p": minimal()}), environ={}).profiles[0]
+    assert profile.with_base_url("http://127.0.0.1:8080").base_url == "http://127.0.0.1:8080"
+    assert profile.with_base_url("http://localhost:1").base_url == "http://localhost:1"
+    assert profile.with_base_url("http://[::1]:1").base_url == "http://[::1]:1"
+    for bad, text in [
+        ("http://example.com", "non-loopback BaseURL must use https"),
+        ("http://127.0.0.1:8080/", "must be an origin only"),
+        ("", "BaseURL is required"),
+    ]:
+        with pytest.raises(GrantsError) as info:
+            profile.with_base_url(bad)
+        assert str(info.value) == f"--base-url: host-api grant: {text}" or text in str(info.value)
+    assert profile.base_url == "https://api.internal"
+
+
+def test_profile_is_a_plain_value() -> None:
+    p = Profile(name="p", base_url="https://a.b", global_name="h", allowed_callers=("*",), allow=())
+    assert p.allows("x") and not p.allows("") and not p.allows("*")
