@@ -759,6 +759,10 @@ class FakeAgentMemory:
 
         class RequestHandler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body leave in one write: split writes meet delayed ACKs and
+            # cost ~40 ms per keep-alive request.
+            wbufsize = -1
+            disable_nagle_algorithm = True
             server_version = "fake-agent-memory"
             sys_version = ""
 
