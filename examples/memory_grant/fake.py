@@ -597,6 +597,7 @@ class FakeAgentMemory:
         namespaces: Iterable[tuple[str, str]] = DEFAULT_NAMESPACES,
         document: Path = DOCUMENT,
         on_request: Callable[[RecordedRequest], None] | None = None,
+        check_responses: bool = True,
     ) -> None:
         if not token or any(ch.isspace() for ch in token):
             raise ValueError("the fake needs a non-empty bearer token without whitespace")
@@ -606,6 +607,7 @@ class FakeAgentMemory:
         self.document = ApiDocument(document)
         self._store = _Store(namespaces)
         self._on_request = on_request
+        self._check_responses = check_responses
         self._log: list[RecordedRequest] = []
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -674,7 +676,8 @@ class FakeAgentMemory:
         """
         auth = next((v for k, v in headers.items() if k.lower() == "authorization"), None)
         carried = auth is not None and hmac.compare_digest(auth.encode(), self._expected)
-        operation_id = None
+        operation_id: str | None = None
+        envelope: dict[str, Any] | None = None
         with self._lock:
             try:
                 if refusal is not None:
@@ -694,9 +697,16 @@ class FakeAgentMemory:
                     status, envelope = _HANDLERS[op.operation_id](self, params, query, payload)
                     reply = Reply(status, orjson.dumps(envelope) + b"\n")
             except ApiError as error:
-                reply = Reply(error.status, orjson.dumps(error.envelope()) + b"\n", error.headers)
+                envelope = error.envelope()
+                reply = Reply(error.status, orjson.dumps(envelope) + b"\n", error.headers)
             except Exception as error:  # a bug in the fake: answer, log, never hang the caller
+                envelope = None
                 reply = _plain_error(500, f"fake failed: {type(error).__name__}: {error}")
+            if self._check_responses and operation_id is not None and envelope is not None:
+                # Fail loudly rather than hand the client an answer the document forbids.
+                problems = self.document.response_errors(operation_id, reply.status, envelope)
+                if problems:
+                    reply = _plain_error(500, f"fake answered outside the document: {problems[0]}")
             record = RecordedRequest(method, target, carried, reply.status, operation_id)
             self._log.append(record)
         if self._on_request is not None:

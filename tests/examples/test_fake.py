@@ -459,3 +459,18 @@ def test_a_body_the_fake_will_not_read_is_refused_and_still_logged(
     assert r.headers["connection"] == "close"
     assert api.requests == [RecordedRequest("POST", f"{ME}/remember", True, 411, None)]
     assert client.get(NS).status_code == 200  # the client reconnects; the fake still serves
+
+
+def test_an_answer_outside_the_document_becomes_a_loud_500(
+    monkeypatch: pytest.MonkeyPatch, api: FakeAgentMemory, client: httpx.Client
+) -> None:
+    """The fake checks its own answers; a handler that drifts cannot pass as a 200."""
+
+    def drifted(*args: Any) -> tuple[int, dict[str, Any]]:
+        return 200, {"success": True, "errors": [], "messages": [], "result": {"name": 7}}
+
+    monkeypatch.setitem(fake_module._HANDLERS, "agent-memory-namespace-get", drifted)
+    r = client.get(NS)
+    assert r.status_code == 500
+    assert r.json()["errors"][0]["message"].startswith("fake answered outside the document: ")
+    assert api.requests[-1].status == 500
