@@ -16,10 +16,17 @@ Deliberate choices, each so that a run is byte-for-byte repeatable:
   `reply`, `wants` -> `want`). A memory is a candidate when it shares at least one word
   with the query; its score is the share of the memory's words the query has
   (3 decimals), the best candidate's content is the answer, ties go to the older memory.
-  "language" is in neither stored sentence of the page, so the page's recalls match on
+  No synonyms and no "most recent" fallback: a query sharing no word finds nothing.
+  "language" is not in the page's stored sentence; its two recalls match on
   "customer"/"want" (score 0.5) and on "reply" (score 0.25).
 * Every body is compact JSON followed by one newline, the way Go's `json.Encoder` writes
-  it; that is what the page's byte counts (295, 249, 250) were measured on.
+  it. With it the page's byte counts (295, 249, 295, 250) come out exactly; without it
+  each would be one byte short, so the Go fake the page was measured on evidently did
+  the same.
+
+State: the example's namespace exists from the start (an operator would have made it);
+a profile comes into being with its first remember/ingest, as upstream; anything else
+unknown (namespace, profile, memory, session) is a 404 in the document's error envelope.
 
 Routing here is the API's own (path templates -> operations, parameters extracted), not
 the broker's allow rules in `specgen.routes`: the fake plays the far side of the wire and
