@@ -1,0 +1,98 @@
+"""Properties of the route decision the broker relies on (hypothesis)."""
+
+from __future__ import annotations
+
+import string
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from runtime.broker import Broker
+from runtime.grants import Profile
+from specgen.routes import METHODS, Route, first_match, pattern_error, target_allowed
+
+UNRESERVED = string.ascii_letters + string.digits + "-._~"
+WIRE = UNRESERVED + "$&+,:;=@"
+
+literal = st.text(alphabet=WIRE, min_size=1, max_size=8).filter(
+    lambda s: pattern_error("/" + s) is None
+)
+segment = st.one_of(st.just("*"), literal)
+pattern = st.lists(segment, min_size=0, max_size=6).map(lambda segs: "/" + "/".join(segs))
+valid_pattern = pattern.filter(lambda p: pattern_error(p) is None)
+method = st.sampled_from(METHODS)
+allow_list = st.lists(st.builds(Route, path=valid_pattern, method=method), min_size=1, max_size=5)
+
+# Targets: mostly near-misses built from allowed pieces plus arbitrary junk.
+piece = st.one_of(
+    st.text(alphabet=WIRE + "%/?#\\ *.é\r\n\x00", min_size=0, max_size=10),
+    st.sampled_from(["x", "..", ".", "", "%2e", "a;b", "*", "ab", "items"]),
+)
+target = st.one_of(
+    st.lists(piece, min_size=0, max_size=6).map(lambda segs: "/" + "/".join(segs)),
+    st.text(max_size=30),
+)
+any_method = st.one_of(
+    method, st.sampled_from(["get", "post", "HEAD", "poſt", "GET ", ""]), st.text(max_size=6)
+)
+
+
+def _canonical(path: str) -> bool:
+    return (
+        path.startswith("/")
+        and all(ch in WIRE + "/" for ch in path)
+        and all(
+            seg not in ("", ".", "..") and seg.strip(".") != "" and ";" not in seg
+            for seg in path.split("/")[1:]
+        )
+    ) or path == "/"
+
+
+@settings(max_examples=400, deadline=None)
+@given(allow=allow_list, m=any_method, path=target)
+def test_an_approved_call_is_canonical_and_an_instance_of_an_allow_entry(
+    allow: list[Route], m: str, path: str
+) -> None:
+    route = first_match(allow, m, path)
+    if route is None:
+        return
+    assert m.isascii() and m.upper() == route.method
+    assert target_allowed(path) and _canonical(path)
+    assert "%" not in path and "?" not in path and "#" not in path and "\\" not in path
+    segs, want = path.split("/")[1:], route.path.split("/")[1:]
+    assert len(segs) == len(want)
+    for w, g in zip(want, segs, strict=True):
+        assert g == w or (w == "*" and g and all(ch in UNRESERVED for ch in g))
+
+
+@settings(max_examples=300, deadline=None)
+@given(p=valid_pattern, m=method)
+def test_every_valid_pattern_admits_its_own_instantiation(p: str, m: str) -> None:
+    instance = p.replace("*", "x")
+    assert first_match([Route(p, m)], m, instance) == Route(p, m)
+
+
+@settings(max_examples=200, deadline=None)
+@given(m=any_method, path=target)
+def test_the_broker_never_sends_what_the_rules_refuse(m: str, path: str) -> None:
+    """A refused target produces a 403 without the HTTP client being touched."""
+    allow = (Route("/v1/items/*", "GET"), Route("/x", "POST"))
+    grant = Profile(
+        name="p",
+        base_url="https://unreachable.invalid",
+        global_name="h",
+        allowed_callers=("*",),
+        allow=allow,
+        max_calls=100000,
+    )
+    b = Broker(grant)
+    b._client.send = _explode  # type: ignore[method-assign]
+    reply = b(m, path, None)
+    if first_match(allow, m, path) is None:
+        assert reply.status == 403
+    else:
+        assert reply.status == 502  # it was sent (to the exploding client)
+
+
+def _explode(*args: object, **kwargs: object) -> object:
+    raise RuntimeError("sent")

@@ -1,0 +1,140 @@
+"""The call trace and the audit line: metadata only, bounded, one JSON object per run."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+import respx
+
+from runtime.broker import Broker
+from runtime.grants import Profile, Secret
+from runtime.trace import MAX_ROWS, CallTrace, TraceIdError, audit_line, format_table
+from specgen.routes import Route, parse_route_line
+
+KEY = "audit-key-91c2"
+
+
+def test_cap_is_256_rows_and_the_rest_are_counted_dropped() -> None:
+    trace = CallTrace()
+    for _ in range(259):
+        trace.record(
+            Route("/a/*", "GET"),
+            status=200,
+            delivered=True,
+            bytes_sent=0,
+            bytes_back=1,
+            latency_s=0.001,
+        )
+    snap = trace.snapshot()
+    assert len(snap.rows) == MAX_ROWS == 256
+    assert snap.dropped == 3
+    assert [r.seq for r in snap.rows] == list(range(1, 257))
+
+
+def test_undelivered_rows_report_no_bytes_back() -> None:
+    trace = CallTrace()
+    trace.record(
+        Route("/a", "post"), status=200, delivered=False, bytes_sent=5, bytes_back=99, latency_s=0.0
+    )
+    (row,) = trace.snapshot().rows
+    assert (row.method, row.bytes_back, row.bytes_sent) == ("POST", 0, 5)
+
+
+def test_row_fields_are_exactly_the_metadata() -> None:
+    trace = CallTrace()
+    trace.record(
+        Route("/a", "GET"),
+        status=200,
+        delivered=True,
+        bytes_sent=0,
+        bytes_back=1,
+        latency_s=0.0012345,
+    )
+    row = trace.snapshot().to_dict()["calls"][0]
+    assert list(row) == [
+        "seq",
+        "method",
+        "route",
+        "status",
+        "delivered",
+        "bytes_sent",
+        "bytes_back",
+        "latency_ms",
+    ]
+    assert row["latency_ms"] == 1.234
+
+
+def test_audit_line_has_only_profile_trace_id_rows_and_counters() -> None:
+    trace = CallTrace()
+    trace.record(
+        Route("/v1/items/*", "GET"),
+        status=200,
+        delivered=True,
+        bytes_sent=0,
+        bytes_back=2,
+        latency_s=0.0,
+    )
+    trace.deny()
+    line = audit_line("agent-memory", trace.snapshot(), trace_id="req-42:abc")
+    assert "\n" not in line
+    record = json.loads(line)
+    assert list(record) == ["profile", "trace_id", "calls", "denied", "dropped"]
+    assert record["profile"] == "agent-memory"
+    assert record["trace_id"] == "req-42:abc"
+    assert record["denied"] == 1 and record["dropped"] == 0
+    assert record["calls"][0]["route"] == "/v1/items/*"
+    assert list(json.loads(audit_line("p", CallTrace().snapshot()))) == [
+        "profile",
+        "calls",
+        "denied",
+        "dropped",
+    ]
+
+
+@pytest.mark.parametrize("bad", ["", "a b", "x" * 129, "a\nb", "/v1/items/42", '{"k":1}', "é"])
+def test_trace_id_is_a_plain_token(bad: str) -> None:
+    with pytest.raises(TraceIdError):
+        audit_line("p", CallTrace().snapshot(), trace_id=bad)
+
+
+def test_key_path_and_body_never_reach_the_audit_line() -> None:
+    def run(allow: str, path: str = "/v1/items/id-777") -> str:
+        grant = Profile(
+            name="p",
+            base_url="https://api.internal",
+            global_name="host",
+            allowed_callers=("*",),
+            allow=(parse_route_line(allow),),
+            token=Secret(KEY),
+        )
+        with respx.mock(assert_all_called=False) as api:
+            api.route().mock(return_value=httpx.Response(200, text="body-secret-" + KEY))
+            b = Broker(grant)
+            b("POST", path, b'{"content":"private words"}')
+            b("POST", "/v1/items/%41", None)
+            snap = b.close()
+        return audit_line("p", snap, trace_id="t1") + format_table(snap)
+
+    text = run("POST /v1/items/*")
+    for needle in (KEY, "id-777", "private words", "body-secret", "%41"):
+        assert needle not in text
+    assert '"denied":1' in text
+    # planted: a key the operator wrote into the grant itself is found by the same search
+    assert KEY in run(f"POST /v1/items/{KEY}", f"/v1/items/{KEY}")
+
+
+def test_table_lists_rows_and_counters() -> None:
+    trace = CallTrace()
+    trace.record(
+        Route("/v1/items/*", "GET"),
+        status=200,
+        delivered=True,
+        bytes_sent=0,
+        bytes_back=2,
+        latency_s=0.0,
+    )
+    table = format_table(trace.snapshot())
+    assert "/v1/items/*" in table and "denied 0, dropped 0" in table
+    assert "no call recorded" in format_table(CallTrace().snapshot())
