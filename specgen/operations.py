@@ -210,6 +210,12 @@ class _Generator:
         if not isinstance(paths, dict) or not paths:
             raise SpecError("specgen: spec declares no paths")
         for raw_path in sorted(paths):
+            if raw_path.startswith("x-"):
+                continue  # a specification extension of the Paths object, not a path
+            if not raw_path.startswith("/"):
+                # checked before the server prefix is added: "/api" + "lights" would
+                # otherwise pass as the route "/apilights"
+                raise SpecError(f"specgen: path {go_quote(raw_path)} must start with /")
             path_item = self.refs.deref(paths[raw_path], f"path {go_quote(raw_path)}")
             if not isinstance(path_item, dict):
                 raise SpecError(f"specgen: path {go_quote(raw_path)} is not an object")
