@@ -1,0 +1,283 @@
+"""The one wasmtime engine, the compiled QuickJS module and the epoch ticker of a process.
+
+Why a process-wide singleton: compiling the 1.5 MB module with Cranelift takes about
+1.2 s, so it happens once per process at most, and once per machine when the on-disk
+cache is warm (deserialising takes milliseconds). Every run then gets a fresh Store
+instantiated from the same `InstancePre`, which is what makes per-run isolation cheap.
+
+Trust: the module bytes are pinned by SHA-256. A different build could export a
+different C API or lay out `JSRuntime` differently, and the sandbox pokes at both, so
+anything else is refused with a one-line `EngineError` instead of being half-trusted.
+The serialized artefact in the cache is native code wasmtime will map and execute, so
+it is written atomically and carries a SHA-256 trailer that is checked before use; a
+corrupt, truncated or incompatible entry is recompiled, never fatal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import hashlib
+import importlib.metadata
+import json
+import os
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+import wasmtime
+from wasmtime import _ffi as ffi
+
+from runtime import wasi, wasm_patch
+
+WASM_DISTRIBUTION = "qjs-wasi-reactor.wasm"
+WASM_VERSION = "0.15.0.1"
+#: SHA-256 of qjs-wasi-reactor.wasm as shipped in the 0.15.0.1 wheel (QuickJS-NG 0.15.0).
+WASM_SHA256 = "95ca2838c79538e66ff7bbbf8585d11115f8a98794fffff701cb1f41bd5fdb0a"
+
+#: Native wasm stack per call into the guest. 2 MiB is the most wasmtime accepts without
+#: raising its async stack size (which would abort the process), and the QuickJS stack
+#: allowance below must stay well under it so JS recursion hits RangeError first.
+MAX_WASM_STACK = 2 << 20
+#: Shadow-stack bytes QuickJS may use before throwing RangeError (about 0.3 x the native
+#: stack: one JS call level costs ~400 B of shadow stack and ~900 B of native stack).
+JS_STACK_ALLOWANCE = 640 << 10
+STACK_BYTES = wasm_patch.DEFAULT_STACK_BYTES
+#: Epoch period: the timeout granularity and the ticker's wake-up rate while runs exist.
+EPOCH_TICK_S = 0.005
+
+CACHE_ENV = "PLIMSOLL_CACHE_DIR"
+_DIGEST = 32
+
+
+class EngineError(RuntimeError):
+    """The engine cannot be set up; str() is a one-line reason naming what was refused."""
+
+
+def engine_settings() -> dict[str, object]:
+    """Everything that changes the compiled artefact; part of the cache key."""
+    return {
+        "epoch_interruption": True,
+        "max_wasm_stack": MAX_WASM_STACK,
+        "stack_bytes": STACK_BYTES,
+        "patches": ["export_growable_table", "relocate_stack"],
+        "wasmtime": importlib.metadata.version("wasmtime"),
+    }
+
+
+def wasm_path() -> Path:
+    """The module file inside the installed distribution (never a hard-coded path)."""
+    try:
+        dist = importlib.metadata.distribution(WASM_DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        raise EngineError(
+            f"engine refused: the package {WASM_DISTRIBUTION} is not installed"
+        ) from None
+    if dist.version != WASM_VERSION:
+        raise EngineError(
+            f"engine refused: {WASM_DISTRIBUTION} {dist.version} is installed; only {WASM_VERSION} exports the C API the sandbox drives"
+        )
+    for file in dist.files or ():
+        if str(file).endswith(".wasm"):
+            return Path(str(dist.locate_file(file)))
+    raise EngineError(f"engine refused: {WASM_DISTRIBUTION} has no .wasm file")
+
+
+def verify_wasm(data: bytes) -> bytes:
+    """Return `data` if it is exactly the pinned build, else refuse."""
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != WASM_SHA256:
+        raise EngineError(
+            f"engine refused: wasm module sha256 {digest} is not the pinned {WASM_DISTRIBUTION} {WASM_VERSION} build ({WASM_SHA256})"
+        )
+    return data
+
+
+def load_patched_wasm(path: Path | None = None) -> bytes:
+    path = path or wasm_path()
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise EngineError(f"engine refused: cannot read {path}: {exc.strerror}") from None
+    return wasm_patch.patch(verify_wasm(data), STACK_BYTES)
+
+
+def make_engine() -> wasmtime.Engine:
+    cfg = wasmtime.Config()
+    cfg.epoch_interruption = True
+    cfg.max_wasm_stack = MAX_WASM_STACK
+    return wasmtime.Engine(cfg)
+
+
+def cache_dir() -> Path:
+    override = os.environ.get(CACHE_ENV)
+    if override:
+        return Path(override)
+    return Path(platformdirs.user_cache_dir("plimsoll-specgen", appauthor=False))
+
+
+def cache_key() -> str:
+    """Hash of the pinned wasm, the patches, the engine settings and wasmtime's version."""
+    material = json.dumps({"wasm": WASM_SHA256, **engine_settings()}, sort_keys=True)
+    return hashlib.sha256(material.encode()).hexdigest()[:32]
+
+
+def cache_path() -> Path:
+    return cache_dir() / f"qjs-{WASM_VERSION}-{cache_key()}.cwasm"
+
+
+def _read_cached(engine: wasmtime.Engine, path: Path) -> wasmtime.Module | None:
+    """The cached module, or None when it is missing, corrupt or incompatible."""
+    try:
+        blob = path.read_bytes()
+    except OSError:
+        return None
+    body, digest = blob[:-_DIGEST], blob[-_DIGEST:]
+    if len(blob) <= _DIGEST or hashlib.sha256(body).digest() != digest:
+        return None
+    try:
+        return wasmtime.Module.deserialize(engine, body)
+    except (wasmtime.WasmtimeError, ValueError, TypeError):
+        return None
+
+
+def _write_cached(module: wasmtime.Module, path: Path) -> None:
+    """Atomic: a reader sees the old entry, no entry, or the whole new one. Best effort."""
+    body = bytes(module.serialize())
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".qjs-", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(body + hashlib.sha256(body).digest())
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+    except OSError:
+        pass  # a read-only or full cache dir costs a compile next time, nothing more
+
+
+def load_module(
+    engine: wasmtime.Engine, *, use_cache: bool = True
+) -> tuple[wasmtime.Module, str, int]:
+    """(module, how, stack_top): how is "cache" or "compiled"; stack_top is the relocated
+    `__stack_pointer`, which the sandbox needs to find QuickJS's stack fields."""
+    # The pinned wasm is verified even on a cache hit: the installed file must still be
+    # the one the cache key names.
+    wasm = load_patched_wasm()
+    stack_top = wasm_patch.read_stack_pointer(wasm_patch.split_sections(wasm))
+    path = cache_path()
+    if use_cache:
+        module = _read_cached(engine, path)
+        if module is not None:
+            return module, "cache", stack_top
+    try:
+        module = wasmtime.Module(engine, wasm)
+    except wasmtime.WasmtimeError as exc:
+        raise EngineError(f"engine refused: the patched module does not compile: {exc}") from None
+    if use_cache:
+        _write_cached(module, path)
+    return module, "compiled", stack_top
+
+
+@dataclass(frozen=True)
+class ExportInfo:
+    index: int
+    params: tuple[str, ...]
+    results: tuple[str, ...]
+
+
+class EpochTicker:
+    """Advances the engine epoch every EPOCH_TICK_S while at least one run is active.
+
+    A Store's deadline is counted in ticks, so wall time (including time the guest spends
+    blocked in a host call or a WASI callback) is what ends a run. Idle processes do not
+    wake up: the thread sleeps on a condition until a run starts.
+    """
+
+    def __init__(self, engine: wasmtime.Engine) -> None:
+        self._engine = engine
+        self._active = 0
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._loop, name="plimsoll-epoch", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while self._active == 0:
+                    self._cond.wait()
+            time.sleep(EPOCH_TICK_S)
+            self._engine.increment_epoch()
+
+    @contextlib.contextmanager
+    def active(self):
+        with self._cond:
+            self._active += 1
+            self._cond.notify()
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._active -= 1
+
+
+class QjsEngine:
+    """Engine + compiled module + linked WASI imports, shared by every run of the process."""
+
+    def __init__(self, *, use_cache: bool = True) -> None:
+        self.engine = make_engine()
+        self.module, self.loaded_from, self.stack_top = load_module(
+            self.engine, use_cache=use_cache
+        )
+        self.exports: dict[str, ExportInfo] = {}
+        for i, exp in enumerate(self.module.exports):
+            ty = exp.type
+            if isinstance(ty, wasmtime.FuncType):
+                self.exports[exp.name] = ExportInfo(
+                    i, tuple(str(p) for p in ty.params), tuple(str(r) for r in ty.results)
+                )
+            else:
+                self.exports[exp.name] = ExportInfo(i, (), ())
+        linker = wasmtime.Linker(self.engine)
+        wasi.define_imports(linker)
+        self.pre = linker.instantiate_pre(self.module)
+        self._linker = linker  # keeps the import definitions alive with the InstancePre
+        self.ticker = EpochTicker(self.engine)
+
+
+_LOCK = threading.Lock()
+_ENGINE: QjsEngine | None = None
+
+
+def get_engine() -> QjsEngine:
+    """The process's engine, created on first use (thread-safe)."""
+    global _ENGINE
+    if _ENGINE is None:
+        with _LOCK:
+            if _ENGINE is None:
+                _ENGINE = QjsEngine()
+    return _ENGINE
+
+
+def context_address(context: ctypes._Pointer) -> int:
+    return ctypes.cast(context, ctypes.c_void_p).value or 0
+
+
+__all__ = [
+    "WASM_SHA256",
+    "EngineError",
+    "QjsEngine",
+    "cache_path",
+    "ffi",
+    "get_engine",
+    "load_module",
+    "verify_wasm",
+]

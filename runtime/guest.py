@@ -1,0 +1,90 @@
+"""What the guest sees: the one ES-module source a run evaluates (reference 5.1, 6.3).
+
+Order: shims + "\\n", then (grant only) the generic client rendered from
+templates/client.js.j2, then "\\n" + preamble when the grant has one, then "\\n" + the
+user's code. The same text becomes `execArgv[2]`, exactly as `qjs -e <source>` would
+expose it, so a guest searching its globals sees precisely what it was given, and a key
+can only be there if someone put it in a preamble (the key-confinement test plants one
+to prove the search would find it).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+import jinja2
+
+from specgen.routes import Route
+
+#: QuickJS-NG has only console.log; the other methods alias to it, so all console output
+#: goes to stdout as on the reference's wasm provider. Intl is absent from this build, so
+#: a small en-US Intl.NumberFormat / toLocaleString stands in. One line, so user code
+#: line numbers shift by exactly one.
+SHIMS = (
+    "console.error = console.warn = console.info = console.debug = console.trace = console.log;"
+    ' if (typeof Intl === "undefined") { (function () {'
+    ' var SYM = {USD: "$", CAD: "$", AUD: "$", EUR: "\\u20ac", GBP: "\\u00a3", JPY: "\\u00a5", CNY: "\\u00a5", INR: "\\u20b9"};'
+    " function fmt(n, o) { o = o || {}; n = Number(n);"
+    ' if (n !== n) return "NaN"; if (!isFinite(n)) return (n < 0 ? "-" : "") + "\\u221e";'
+    ' var cur = o.style === "currency" && o.currency ? String(o.currency).toUpperCase() : null;'
+    ' var def = cur ? (cur === "JPY" ? 0 : 2) : 0;'
+    " var mn = o.minimumFractionDigits === undefined ? def : Number(o.minimumFractionDigits);"
+    " var mx = o.maximumFractionDigits === undefined ? Math.max(mn, cur ? def : 3) : Number(o.maximumFractionDigits);"
+    " if (mx < mn) mx = mn;"
+    ' var s = Math.abs(n).toFixed(mx), parts = s.split("."), i = parts[0], f = parts[1] || "";'
+    ' while (f.length > mn && f.charAt(f.length - 1) === "0") f = f.slice(0, -1);'
+    ' if (o.useGrouping !== false) i = i.replace(/\\B(?=(\\d{3})+(?!\\d))/g, ",");'
+    ' var body = f ? i + "." + f : i; if (cur) body = (SYM[cur] || cur + "\\u00a0") + body;'
+    ' return (n < 0 && Number(s) !== 0 ? "-" : "") + body; }'
+    " function NumberFormat(locale, options) { if (!(this instanceof NumberFormat)) return new NumberFormat(locale, options); this.options = options || {}; }"
+    " NumberFormat.prototype.format = function (n) { return fmt(n, this.options); };"
+    " globalThis.Intl = {NumberFormat: NumberFormat};"
+    " Number.prototype.toLocaleString = function (locale, options) { return fmt(this, options); };"
+    " })(); }"
+)
+
+_TEMPLATE_DIRS = (
+    Path(__file__).resolve().parent.parent / "templates",  # a checkout
+    Path(__file__).resolve().parent.parent / "specgen" / "templates",  # an installed wheel
+)
+
+
+@functools.cache
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader([str(d) for d in _TEMPLATE_DIRS]),
+        autoescape=False,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+    )
+
+
+def _js_json(value: object) -> str:
+    """JSON that is also a safe JS literal anywhere in a script (ASCII only)."""
+    return json.dumps(value, ensure_ascii=True, separators=(",", ":")).replace("</", "<\\/")
+
+
+@functools.lru_cache(maxsize=64)
+def render_client(global_name: str, allow: tuple[Route, ...]) -> str:
+    """The injected client for a grant: allow list in grant order, never a key."""
+    allow_list = [{"m": r.method, "p": r.path} for r in allow]
+    return (
+        _environment()
+        .get_template("client.js.j2")
+        .render(global_name_json=_js_json(global_name), allow_json=_js_json(allow_list))
+    )
+
+
+def compose_source(
+    code: str, *, global_name: str | None, allow: tuple[Route, ...] = (), preamble: str = ""
+) -> str:
+    """The whole module source of one run; `global_name` None means no grant (no client)."""
+    parts = [SHIMS, "\n"]
+    if global_name is not None:
+        parts.append(render_client(global_name, tuple(allow)))
+        if preamble:
+            parts += ["\n", preamble]
+    parts += ["\n", code]
+    return "".join(parts)
