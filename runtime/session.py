@@ -1,0 +1,75 @@
+"""One run with a grant: a fresh sandbox, a fresh broker, one audit line.
+
+This is the only place the three pieces meet. The sandbox gets the guest's view of the
+grant (global name, a copy of the allow list, the preamble) and the broker as its host
+call handler; the key stays inside the broker. The broker is closed when the guest
+finishes, so nothing the guest left running can use the grant afterwards.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import httpx
+
+from runtime import sandbox
+from runtime.broker import Broker
+from runtime.grants import Profile
+from runtime.trace import TraceSnapshot, audit_line, check_trace_id
+
+#: Host calls the sandbox lets through beyond the broker's own budget, so that calls
+#: refused for the budget are still seen (and counted denied) by the broker, while a
+#: guest looping on refusals is still stopped by the sandbox.
+_SANDBOX_CALL_HEADROOM = 1024
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """A finished run: the guest's result, the broker's trace and the audit line."""
+
+    result: sandbox.RunResult
+    trace: TraceSnapshot
+    audit: str
+
+
+def run_with_grant(
+    code: str,
+    profile: Profile,
+    *,
+    limits: sandbox.Limits | None = None,
+    trace_id: str | None = None,
+    transport: httpx.BaseTransport | None = None,
+    memory_probe: Callable[[bytes], None] | None = None,
+) -> RunOutcome:
+    """Run `code` in a fresh sandbox whose host calls go through a broker for `profile`.
+
+    A bad trace_id is refused (TraceIdError) before anything runs. `transport` replaces
+    the broker's HTTP transport (tests); `memory_probe` receives the guest's linear
+    memory at the end (key-confinement tests).
+    """
+    if trace_id is not None:
+        check_trace_id(trace_id)
+    limits = (limits or sandbox.Limits()).normalised()
+    limits = dataclasses.replace(
+        limits,
+        max_host_calls=max(limits.max_host_calls, profile.max_calls + _SANDBOX_CALL_HEADROOM),
+    )
+    grant = sandbox.GuestGrant(
+        global_name=profile.global_name, allow=profile.allow, preamble=profile.preamble
+    )
+    # Taken before the sandbox starts its own clock, so no upstream call outlives the run.
+    deadline = time.monotonic() + limits.timeout_s
+    broker = Broker(profile, deadline=deadline, transport=transport)
+    try:
+        result = sandbox.run(
+            code, grant=grant, handler=broker, limits=limits, memory_probe=memory_probe
+        )
+    finally:
+        snapshot = broker.close()
+    result = dataclasses.replace(result, trace=snapshot)
+    return RunOutcome(
+        result=result, trace=snapshot, audit=audit_line(profile.name, snapshot, trace_id)
+    )

@@ -1,0 +1,386 @@
+"""`specgen run` end to end: a real sandbox, the broker, and a real API on loopback."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from runtime.cli import run
+from runtime.grants import load
+from runtime.sandbox import Limits
+from runtime.session import run_with_grant
+from tests.runtime.loopback import FakeAPI, free_port, reply
+from tests.runtime.targets import ADVERSARIAL, REFERENCE
+
+KEY = "fake-agent-memory-token-held-by-the-broker"
+ACCOUNT = "/client/v4/accounts/00000000000000000000000000000042/agent-memory/namespaces"
+MINE = f"{ACCOUNT}/support-agent/profiles/customer-42"
+PREAMBLE = """;(function () {
+  const h = globalThis["memory"];
+  if (!h) return;
+  h["agent_memory_recall"] = (a, n, p, body) => h.post("/client/v4/accounts/" + a + "/agent-memory/namespaces/" + n + "/profiles/" + p + "/recall", body);
+  h["agent_memory_namespace_delete"] = (a, n) => h.del("/client/v4/accounts/" + a + "/agent-memory/namespaces/" + n);
+  h["items"] = (id) => h.get("/v1/items/" + id);
+})();
+"""
+
+
+@pytest.fixture
+def api() -> Iterator[FakeAPI]:
+    server = FakeAPI()
+    yield server
+    server.close()
+
+
+def grants_file(tmp_path: Path, preamble: str = PREAMBLE, **extra: object) -> Path:
+    profile = {
+        "base_url": "https://api.cloudflare.com",
+        "global": "memory",
+        "allowed_callers": ["support-agent"],
+        "token": {"type": "static", "env": "CLOUDFLARE_API_TOKEN"},
+        "allow": [
+            f"POST {MINE}/remember",
+            f"POST {MINE}/recall",
+            f"GET {MINE}/memories/*",
+            "GET /v1/items/*",
+        ],
+        "preamble_file": "preamble.js",
+        **extra,
+    }
+    (tmp_path / "preamble.js").write_text(preamble, "utf-8")
+    path = tmp_path / "grants.json"
+    path.write_text(json.dumps({"profiles": {"agent-memory": profile}}), "utf-8")
+    return path
+
+
+def invoke(
+    tmp_path: Path, code: str, *args: str, env: dict[str, str | None] | None = None
+) -> Result:
+    (tmp_path / "code.js").write_text(code, "utf-8")
+    return CliRunner().invoke(
+        run,
+        [
+            str(tmp_path / "code.js"),
+            "--grants",
+            str(tmp_path / "grants.json"),
+            "--profile",
+            "agent-memory",
+            "--caller",
+            "support-agent",
+            *args,
+        ],
+        env={"CLOUDFLARE_API_TOKEN": KEY} if env is None else env,
+        catch_exceptions=False,
+    )
+
+
+def audit_of(result: Result) -> dict[str, object]:
+    (line,) = [ln for ln in result.stderr.splitlines() if ln.startswith("audit: ")]
+    return json.loads(line[len("audit: ") :])
+
+
+def test_allowed_call_through_the_generated_client(tmp_path: Path, api: FakeAPI) -> None:
+    grants_file(tmp_path)
+    code = (
+        'var A = "00000000000000000000000000000042";\n'
+        'memory.agent_memory_recall(A, "support-agent", "customer-42", {query: "lang?"})'
+        '.then(r => console.log("ok " + JSON.stringify(r)), e => console.log("failed: " + e.message));\n'
+    )
+    result = invoke(tmp_path, code, "--base-url", api.url, "--trace-id", "req-7")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == 'ok {"ok":true}\n'
+    (seen,) = api.requests
+    assert (seen.method, seen.path, seen.body) == ("POST", f"{MINE}/recall", b'{"query":"lang?"}')
+    assert seen.headers["authorization"] == f"Bearer {KEY}"
+    audit = audit_of(result)
+    assert audit["profile"] == "agent-memory" and audit["trace_id"] == "req-7"
+    assert audit["calls"][0]["route"] == f"{MINE}/recall"  # type: ignore[index]
+    assert audit["denied"] == 0
+    assert "trace:" in result.stderr and f"{MINE}/recall" in result.stderr
+    assert KEY not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("call", "method", "path"),
+    [
+        (
+            'memory.agent_memory_recall(A, NS, "customer-43", Q)',
+            "POST",
+            f"{ACCOUNT}/support-agent/profiles/customer-43/recall",
+        ),
+        ("memory.agent_memory_namespace_delete(A, NS)", "DELETE", f"{ACCOUNT}/support-agent"),
+    ],
+    ids=["run3-other-customer", "run4-route-not-granted"],
+)
+def test_mission_runs_3_and_4_are_refused_twice(
+    tmp_path: Path, api: FakeAPI, call: str, method: str, path: str
+) -> None:
+    grants_file(tmp_path)
+    code = f"""var A = "00000000000000000000000000000042", NS = "support-agent";
+var Q = {{query: "Which language does the customer want?"}};
+{call}.then(
+  function (r) {{ console.log("client answered: " + JSON.stringify(r)); }},
+  function (e) {{
+    console.log("client refused: " + e.message);
+    var raw = __coderunner_host_call(JSON.stringify({{method: "{method}", path: "{path}", body: Q}}));
+    console.log("broker answered: " + raw.status + " " + raw.body);
+  }});
+"""
+    result = invoke(tmp_path, code, "--base-url", api.url)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == (
+        f"client refused: host api call not permitted by sandbox capability: {method} {path}\n"
+        "broker answered: 403 forbidden by sandbox capability allowlist\n\n"
+    )
+    assert api.requests == []
+    audit = audit_of(result)
+    assert (audit["calls"], audit["denied"]) == ([], 1)
+
+
+def test_denial_lists_through_the_raw_bridge(tmp_path: Path, api: FakeAPI) -> None:
+    grants_file(tmp_path, max_calls=100_000)
+    targets = [t for t in REFERENCE + ADVERSARIAL if len(t) < 50_000]
+    code = f"""var targets = {json.dumps(targets)};
+var statuses = targets.map(function (p) {{
+  return __coderunner_host_call(JSON.stringify({{method: "GET", path: p}})).status; }});
+console.log(JSON.stringify(statuses));
+"""
+    result = invoke(tmp_path, code, "--base-url", api.url, "--json")
+    assert result.exit_code == 0, result.stdout
+    record = json.loads(result.stdout)
+    statuses = json.loads(record["stdout"])
+    assert statuses == [403] * len(targets)
+    assert api.requests == []
+    assert record["audit"]["denied"] == len(targets)
+    assert record["audit"]["calls"] == []
+
+
+def test_json_output_shape(tmp_path: Path, api: FakeAPI) -> None:
+    grants_file(tmp_path)
+    result = invoke(
+        tmp_path, 'memory.items("x").then(r => console.log(r.ok));', "--base-url", api.url, "--json"
+    )
+    record = json.loads(result.stdout)
+    assert list(record) == [
+        "stdout",
+        "stderr",
+        "stdout_truncated",
+        "stderr_truncated",
+        "exit_code",
+        "timed_out",
+        "duration_s",
+        "audit",
+    ]
+    assert record["stdout"] == "true\n" and record["exit_code"] == 0
+    assert list(record["audit"]) == ["profile", "calls", "denied", "dropped"]
+    assert result.stderr == ""
+
+
+def test_guest_exit_codes_pass_through(tmp_path: Path) -> None:
+    grants_file(tmp_path)
+    assert invoke(tmp_path, 'throw new Error("boom")').exit_code != 0
+    timed = invoke(tmp_path, "while (true) {}", "--timeout", "0.5")
+    assert timed.exit_code == 124
+    assert "timed out" in timed.stderr
+
+
+def test_faults_reach_the_guest_as_502_and_the_run_goes_on(tmp_path: Path) -> None:
+    grants_file(tmp_path)
+    code = """var r1 = __coderunner_host_call(JSON.stringify({method: "GET", path: "/v1/items/a"}));
+var r2 = __coderunner_host_call(JSON.stringify({method: "GET", path: "/v1/items/b"}));
+console.log(r1.status, JSON.stringify(r1.body), r2.status);
+"""
+    result = invoke(tmp_path, code, "--base-url", f"http://127.0.0.1:{free_port()}")
+    assert result.exit_code == 0
+    assert result.stdout == '502 "host api unavailable\\n" 502\n'
+    calls = audit_of(result)["calls"]
+    assert [(c["status"], c["delivered"]) for c in calls] == [(0, False), (0, False)]  # type: ignore[index]
+
+
+def test_redirect_to_another_origin_does_not_carry_the_key(tmp_path: Path, api: FakeAPI) -> None:
+    other = FakeAPI()
+    try:
+        api.responder = reply(307, b"moved", {"Location": other.url + "/v1/items/x"})
+        grants_file(tmp_path)
+        code = 'memory.items("x").then(r => console.log("ok"), e => console.log(e.message));'
+        result = invoke(tmp_path, code, "--base-url", api.url)
+        assert result.stdout == "host api 307: moved\n"
+        assert other.requests == [] and len(api.requests) == 1
+    finally:
+        other.close()
+
+
+# ---- key confinement ------------------------------------------------------------------
+
+SEARCH = """var needle = ["fake", "agent", "memory", "token", "held", "by", "the", "broker"].join("-");
+function holds(v) { try { return String(v).indexOf(needle) >= 0 || JSON.stringify(v).indexOf(needle) >= 0; } catch (e) { return false; } }
+var inGlobals = Object.getOwnPropertyNames(globalThis).filter(function (n) { return holds(globalThis[n]); });
+var inClient = Object.keys(memory).filter(function (k) { return holds(memory[k]); });
+var r = __coderunner_host_call(JSON.stringify({method: "GET", path: "/v1/items/x"}));
+var d = __coderunner_host_call(JSON.stringify({method: "GET", path: "/v1/items/%78"}));
+var e = __coderunner_host_call("not json");
+var inReplies = [r, d, e].filter(holds).length;
+console.log("globals holding the key: " + (inGlobals.length ? inGlobals.join(",") : "none"));
+console.log("client functions holding the key: " + (inClient.length ? inClient.join(",") : "none"));
+console.log("replies holding the key: " + inReplies);
+"""
+
+
+# Makes the same calls without ever spelling the key, so its memory can be scanned for it.
+CALLS_ONLY = (
+    "\n".join(SEARCH.splitlines()[4:7])
+    + "\nconsole.log([r, d, e].map(function (x) { return x.status; }).join());\n"
+)
+
+
+def _confinement_run(
+    tmp_path: Path, api: FakeAPI, preamble: str, code: str = SEARCH
+) -> tuple[str, str, bytes]:
+    grants_file(tmp_path, preamble=preamble)
+    profile = load(tmp_path / "grants.json", environ={"CLOUDFLARE_API_TOKEN": KEY}).select(
+        "agent-memory", "support-agent"
+    )
+    profile = profile.with_base_url(api.url)
+    memory: list[bytes] = []
+    outcome = run_with_grant(
+        code, profile, limits=Limits(timeout_s=5), trace_id="t", memory_probe=memory.append
+    )
+    assert outcome.result.exit_code == 0, outcome.result.stderr
+    assert api.requests[-1].headers["authorization"] == f"Bearer {KEY}"  # the API did get it
+    return (
+        outcome.result.stdout + outcome.result.stderr,
+        outcome.audit + repr(outcome.trace),
+        memory[0],
+    )
+
+
+def test_the_key_is_nowhere_the_guest_or_the_audit_can_see(tmp_path: Path, api: FakeAPI) -> None:
+    output, audit, guest_memory = _confinement_run(tmp_path, api, PREAMBLE)
+    assert output == (
+        "globals holding the key: none\nclient functions holding the key: none\nreplies holding the key: 0\n"
+    )
+    assert KEY not in audit
+    output, audit, guest_memory = _confinement_run(tmp_path, api, PREAMBLE, CALLS_ONLY)
+    assert output == "200,403,400\n"
+    assert KEY not in audit
+    assert KEY.encode() not in guest_memory
+    assert KEY.encode("utf-16-le") not in guest_memory
+
+
+def test_a_planted_key_is_found_by_the_same_checks(tmp_path: Path, api: FakeAPI) -> None:
+    planted = PREAMBLE + f'globalThis.memory.note = "{KEY}";\n'
+    output, _, guest_memory = _confinement_run(tmp_path, api, planted)
+    assert "globals holding the key: none" not in output
+    assert "execArgv" in output
+    assert "client functions holding the key: note" in output
+    _, _, guest_memory = _confinement_run(tmp_path, api, planted, CALLS_ONLY)
+    assert KEY.encode() in guest_memory
+
+
+# ---- refusals before anything runs ----------------------------------------------------
+
+CALLS_HOME = 'var r = __coderunner_host_call(JSON.stringify({method: "GET", path: "/v1/items/x"})); console.log("ran");'
+
+
+@pytest.mark.parametrize(
+    ("setup", "args", "env", "message"),
+    [
+        (
+            "ok",
+            [],
+            {},
+            'specgen: grants: profile "agent-memory": token env "CLOUDFLARE_API_TOKEN" is empty or unset',
+        ),
+        (
+            "ok",
+            [],
+            {"CLOUDFLARE_API_TOKEN": ""},
+            'token env "CLOUDFLARE_API_TOKEN" is empty or unset',
+        ),
+        ("bad-json", [], None, "specgen: grants: parse "),
+        (
+            "unknown-field",
+            [],
+            None,
+            'specgen: grants: profile "agent-memory": unknown field "alow"',
+        ),
+        (
+            "ok",
+            ["--profile", "nope"],
+            None,
+            'specgen: grant_profile "nope" is not available to this caller',
+        ),
+        (
+            "ok",
+            ["--caller", "intruder"],
+            None,
+            'specgen: grant_profile "agent-memory" is not available to this caller',
+        ),
+        (
+            "ok",
+            ["--base-url", "http://example.com"],
+            None,
+            "specgen: --base-url: host-api grant: non-loopback BaseURL must use https",
+        ),
+        ("ok", ["--trace-id", "has space"], None, "specgen: trace_id must be 1 to 128 characters"),
+        (
+            "ok",
+            ["--timeout", "0"],
+            None,
+            "specgen: --timeout 0 must be more than 0 and at most 30 seconds",
+        ),
+        ("ok", ["--timeout", "31"], None, "at most 30 seconds"),
+        ("ok", ["--memory-mb", "0"], None, "specgen: --memory-mb 0 must be between 1 and 4096"),
+    ],
+)
+def test_refusals_happen_before_the_sandbox_starts(
+    tmp_path: Path,
+    api: FakeAPI,
+    setup: str,
+    args: list[str],
+    env: dict[str, str] | None,
+    message: str,
+) -> None:
+    path = grants_file(tmp_path)
+    if setup == "bad-json":
+        path.write_text(path.read_text() + " trailing")
+    elif setup == "unknown-field":
+        doc = json.loads(path.read_text())
+        doc["profiles"]["agent-memory"]["alow"] = []
+        path.write_text(json.dumps(doc))
+    base = [] if any(a == "--base-url" for a in args) else ["--base-url", api.url]
+    result = invoke(
+        tmp_path,
+        CALLS_HOME,
+        *base,
+        *args,
+        env={**({"CLOUDFLARE_API_TOKEN": KEY} if env is None else env)},
+    )
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert message in result.stderr
+    assert api.requests == []
+
+
+def test_missing_code_file(tmp_path: Path) -> None:
+    grants_file(tmp_path)
+    result = CliRunner().invoke(
+        run,
+        [
+            str(tmp_path / "missing.js"),
+            "--grants",
+            str(tmp_path / "grants.json"),
+            "--profile",
+            "agent-memory",
+            "--caller",
+            "support-agent",
+        ],
+        env={"CLOUDFLARE_API_TOKEN": KEY},
+    )
+    assert result.exit_code == 1
+    assert result.stderr.startswith("specgen: read ") and len(result.stderr.splitlines()) == 1
