@@ -1,0 +1,87 @@
+"""Engine pinning and the compiled-module cache (runtime/engine.py)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from runtime import engine
+from runtime.engine import EngineError
+
+
+def test_only_the_pinned_wasm_is_accepted():
+    data = engine.wasm_path().read_bytes()
+    assert engine.verify_wasm(data) is data
+    with pytest.raises(
+        EngineError,
+        match=r"^engine refused: wasm module sha256 [0-9a-f]{64} is not the pinned qjs-wasi-reactor.wasm 0.15.0.1 build",
+    ):
+        engine.verify_wasm(data[:-1] + bytes([data[-1] ^ 1]))
+
+
+def test_cache_key_covers_wasm_engine_settings_and_wasmtime_version(monkeypatch):
+    key = engine.cache_key()
+    settings = engine.engine_settings()
+    assert settings["wasmtime"] == "50.0.1" and settings["epoch_interruption"] is True
+    monkeypatch.setattr(engine, "engine_settings", lambda: {**settings, "wasmtime": "51.0.0"})
+    assert engine.cache_key() != key
+    monkeypatch.setattr(engine, "engine_settings", lambda: {**settings, "max_wasm_stack": 1 << 20})
+    assert engine.cache_key() != key
+    monkeypatch.setattr(engine, "engine_settings", lambda: settings)
+    monkeypatch.setattr(engine, "WASM_SHA256", "0" * 64)
+    assert engine.cache_key() != key
+
+
+def test_cache_entry_is_used_and_bad_entries_are_recompiled(tmp_path, monkeypatch):
+    monkeypatch.setenv(engine.CACHE_ENV, str(tmp_path / "cache"))
+    eng = engine.make_engine()
+    _, how, top = engine.load_module(eng)
+    assert how == "compiled" and top == 19 * 65536
+    path = engine.cache_path()
+    assert path.is_file() and [p.name for p in path.parent.iterdir()] == [path.name]  # no temp left
+    assert engine.load_module(eng)[1] == "cache"
+
+    good = path.read_bytes()
+    flipped = bytearray(good)
+    flipped[len(flipped) // 2] ^= 0xFF
+    path.write_bytes(bytes(flipped))
+    assert engine.load_module(eng)[1] == "compiled"  # checksum mismatch
+    assert path.read_bytes() == good  # rewritten
+
+    import hashlib
+
+    junk = b"not a serialized module"
+    path.write_bytes(junk + hashlib.sha256(junk).digest())
+    assert engine.load_module(eng)[1] == "compiled"  # deserialize refused it
+    path.write_bytes(b"")
+    assert engine.load_module(eng)[1] == "compiled"  # truncated
+    assert engine.load_module(eng)[1] == "cache"
+
+
+def test_unwritable_cache_dir_is_not_fatal(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    monkeypatch.setenv(engine.CACHE_ENV, str(blocker / "sub"))
+    assert engine.load_module(engine.make_engine())[1] == "compiled"
+
+
+def test_a_new_process_with_a_warm_cache_does_not_compile(tmp_path):
+    env = {**os.environ, engine.CACHE_ENV: str(tmp_path)}
+    code = "from runtime import engine, sandbox; print(engine.get_engine().loaded_from, sandbox.run('print(6*7)').stdout.strip())"
+    root = Path(__file__).resolve().parents[2]
+    outs = [
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env=env,
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for _ in range(2)
+    ]
+    assert outs == ["compiled 42\n", "cache 42\n"]

@@ -1,0 +1,81 @@
+"""Runs 3-5 of the memory-grant page print exactly what the page shows.
+
+The real generated preamble (specgen over the example's OpenAPI extract) runs on the
+injected client; a stand-in broker answers from the allow list with the broker's texts.
+`console.log` ends every line with "\\n", and the broker's refusal body itself ends in
+"\\n", so "broker answered: 403 ...allowlist" is followed by an empty line in stdout; the
+page renders the two as one line.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from runtime.hostapi import HostReply
+from runtime.sandbox import GuestGrant, Limits, run
+from specgen import operations, render
+from specgen.routes import first_match, parse_route_line
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "memory_grant"
+ACCOUNT = "00000000000000000000000000000042"
+BASE = f"/client/v4/accounts/{ACCOUNT}/agent-memory/namespaces/support-agent/profiles/customer-42"
+ALLOW = tuple(
+    parse_route_line(x)
+    for x in (f"POST {BASE}/remember", f"POST {BASE}/recall", f"GET {BASE}/memories/*")
+)
+TOKEN = "fake-agent-memory-token-held-by-the-broker"
+
+
+@pytest.fixture(scope="module")
+def grant() -> GuestGrant:
+    doc = json.loads((EXAMPLE / "agent-memory.openapi.json").read_text())
+    gen = operations.generate(doc, name="agent-memory", global_name="memory", prefix="/client/v4")
+    preamble = render.artifacts(gen)["preamble.js"]
+    return GuestGrant(global_name="memory", allow=ALLOW, preamble=preamble)
+
+
+def broker(method: str, path: str, body: bytes | None) -> HostReply:
+    assert TOKEN  # held here, never handed to the guest
+    if first_match(ALLOW, method, path) is None:
+        return HostReply(403, b"forbidden by sandbox capability allowlist\n")
+    return HostReply(200, b'{"success":true,"result":{"count":1,"answer":"x"}}', "application/json")
+
+
+def page_run(number: int, grant: GuestGrant):
+    code = next(EXAMPLE.glob(f"runs/{number}-*.js")).read_text()
+    return run(code, grant=grant, handler=broker, limits=Limits(clock="fixed"))
+
+
+def test_run_3_client_and_broker_refuse_another_customer(grant):
+    r = page_run(3, grant)
+    assert (r.exit_code, r.stderr) == (0, "")
+    assert r.stdout == (
+        "client refused: host api call not permitted by sandbox capability: POST "
+        f"/client/v4/accounts/{ACCOUNT}/agent-memory/namespaces/support-agent/profiles/customer-43/recall\n"
+        "broker answered: 403 forbidden by sandbox capability allowlist\n\n"
+    )
+
+
+def test_run_4_route_not_granted(grant):
+    r = page_run(4, grant)
+    assert r.stdout == (
+        "client refused: host api call not permitted by sandbox capability: DELETE "
+        f"/client/v4/accounts/{ACCOUNT}/agent-memory/namespaces/support-agent\n"
+        "broker answered: 403 forbidden by sandbox capability allowlist\n\n"
+    )
+
+
+def test_run_5_scans_every_global_without_throwing_or_hanging(grant):
+    r = page_run(5, grant)
+    assert (r.exit_code, r.stderr) == (0, "")
+    assert r.stdout == (
+        "functions on memory: 20\nglobals holding the key: none\nclient functions holding the key: none\n"
+    )
+
+
+def test_run_2_prints_sync_line_before_the_promise_result(grant):
+    r = page_run(2, grant)
+    assert r.stdout == "left over from the first run: undefined\n1 memory found: x\n"
