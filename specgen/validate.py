@@ -121,6 +121,32 @@ def one_line(message: str, limit: int = _MESSAGE_LIMIT) -> str:
     return f"{text[:head]} ... {text[-tail:]}"
 
 
+_REF_REQUIRED = '"$ref" is a required property'
+
+
+def _most_specific(err: Any) -> Any:
+    """The error inside a failed oneOf/anyOf that says what is actually wrong.
+
+    The OpenAPI schema wraps most objects in "a Schema or a Reference" alternatives, so
+    a bad `pattern` deep in a schema surfaces as "<the whole schema> is not valid under
+    any of the schemas listed in the 'oneOf' keyword". Like jsonschema's best_match,
+    descend into the branch errors, preferring the deepest location and, among equals,
+    anything over "it is not a $ref either".
+    """
+    for _ in range(64):
+        context = getattr(err.kind, "context", None)
+        if not context:
+            return err
+        candidates = [sub for branch in context for sub in branch]
+        if not candidates:
+            return err
+        err = max(
+            candidates,
+            key=lambda e: (len(e.instance_path), e.message != _REF_REQUIRED),
+        )
+    return err
+
+
 def structural_errors(doc: Any) -> StructuralResult:
     """Every structural error of `doc` against the OpenAPI JSON Schema of its version.
 
@@ -131,10 +157,14 @@ def structural_errors(doc: Any) -> StructuralResult:
     if family is None:
         return StructuralResult(version=version, family=None)
     validator = _structural_validator(family)
-    errors = [
-        StructuralError(message=one_line(err.message), pointer=json_pointer(err.instance_path))
-        for err in validator.iter_errors(doc)
-    ]
+    errors = []
+    for err in validator.iter_errors(doc):
+        cause = _most_specific(err)
+        errors.append(
+            StructuralError(
+                message=one_line(cause.message), pointer=json_pointer(cause.instance_path)
+            )
+        )
     return StructuralResult(version=version, family=family, errors=errors)
 
 

@@ -104,15 +104,50 @@ def test_a_missing_top_level_member_points_at_the_document_root() -> None:
     assert line.endswith('"paths" is a required property at / (the document root)')
 
 
-def test_a_huge_offending_object_is_elided_onto_one_short_line() -> None:
+def test_a_failed_schema_or_reference_alternative_reports_the_real_cause() -> None:
+    """The OpenAPI schema wraps schemas in oneOf(Schema, Reference); the line must not
+    say "this whole object matches neither" but what inside it is wrong."""
     doc = minimal()
     param = doc["paths"]["/pets/{id}"]["get"]["parameters"][0]
-    param["schema"] = {"type": "strin", "description": "line\nbreak " * 500}
+    param["schema"] = {"type": "string", "pattern": "[a-z", "description": "line\nbreak " * 500}
     line = structural_error_line("x.json", doc)
-    assert line is not None
-    assert "\n" not in line
-    assert len(line) < 400
-    assert "/paths/~1pets~1{id}/get/parameters/0" in line
+    assert line == (
+        'specgen: x.json: not a valid OpenAPI 3.0.3 document: "[a-z" is not a "regex" '
+        "at /paths/~1pets~1{id}/get/parameters/0/schema/pattern"
+    )
+
+
+def test_a_deep_error_in_a_component_schema_is_located() -> None:
+    doc = minimal()
+    doc["components"]["schemas"]["Pet"]["properties"]["age"] = {
+        "type": "integer",
+        "minimum": "zero",
+    }
+    result = structural_errors(doc)
+    assert result.errors[0].pointer == "/components/schemas/Pet/properties/age/minimum"
+    assert '"zero" is not of type "number"' in result.errors[0].message
+
+
+def test_openapi_31_schema_objects_are_left_to_the_full_report() -> None:
+    """The 3.1 meta-schema describes documents "without schema validation": a bad
+    Schema Object passes the fast gate (build does not need it) but `validate` finds it."""
+    doc = minimal("3.1.0")
+    doc["components"]["schemas"]["Pet"]["properties"]["age"] = {
+        "type": "integer",
+        "minimum": "zero",
+    }
+    assert structural_errors(doc).ok
+    assert full_report(doc, "x.json") == ["specgen: x.json: 'zero' is not of type 'number'"]
+
+
+def test_long_messages_are_folded_and_elided_in_the_middle() -> None:
+    message = "HEAD " + "x\ny" * 300 + " TAIL is not valid"
+    short = validate.one_line(message)
+    assert "\n" not in short
+    assert len(short) <= 200
+    assert short.startswith("HEAD x y") and short.endswith(" TAIL is not valid")
+    assert " ... " in short
+    assert validate.one_line("a\u2028b\r\nc") == "a b c"
 
 
 @pytest.mark.parametrize(
