@@ -281,6 +281,10 @@ class _ValueCheck:
     value_pointer: str
     schema_pointer: str
     value: Any
+    # A JSON media type's example may be given as its serialised text (the spec allows
+    # strings for values JSON cannot hold, and tools accept it); such a string counts
+    # when the JSON it holds satisfies the schema.
+    serialised_json_ok: bool = False
 
 
 class _ExampleWalker:
@@ -376,7 +380,7 @@ class _ExampleWalker:
         if not isinstance(holder, dict) or "$ref" in holder:
             return
         for media, media_type in _items(holder.get("content")):
-            self.media_type(media_type, f"{ptr}/content/{_tok(media)}")
+            self.media_type(media_type, f"{ptr}/content/{_tok(media)}", _is_json_media(media))
 
     def parameter(self, param: Any, ptr: str) -> None:
         """Parameters and headers: `schema` with `example`/`examples`, or `content`."""
@@ -386,7 +390,7 @@ class _ExampleWalker:
             self.content_holder(param, ptr)
         self.media_type(param, ptr)
 
-    def media_type(self, media: Any, ptr: str) -> None:
+    def media_type(self, media: Any, ptr: str, json_media: bool = False) -> None:
         if not isinstance(media, dict):
             return
         schema = media.get("schema")
@@ -396,14 +400,20 @@ class _ExampleWalker:
         self.schema(schema, schema_ptr)
         if "example" in media:
             self.checks.append(
-                _ValueCheck("example", f"{ptr}/example", schema_ptr, media["example"])
+                _ValueCheck("example", f"{ptr}/example", schema_ptr, media["example"], json_media)
             )
         for name, example in _items(media.get("examples")):
             example_ptr = f"{ptr}/examples/{_tok(name)}"
             resolved, resolved_ptr = self.deref(example, example_ptr)
             if isinstance(resolved, dict) and "value" in resolved:
                 self.checks.append(
-                    _ValueCheck("example", f"{resolved_ptr}/value", schema_ptr, resolved["value"])
+                    _ValueCheck(
+                        "example",
+                        f"{resolved_ptr}/value",
+                        schema_ptr,
+                        resolved["value"],
+                        json_media,
+                    )
                 )
 
     def schema(self, schema: Any, ptr: str, depth: int = 0) -> None:
@@ -438,6 +448,13 @@ class _ExampleWalker:
 
 
 _MISSING = object()
+
+
+def _is_json_media(name: Any) -> bool:
+    media = str(name).split(";", 1)[0].strip().lower()
+    return media == "application/json" or media.endswith("+json")
+
+
 _DOC_URI = "urn:specgen:document"
 
 
@@ -526,6 +543,13 @@ def example_nits(doc: dict, source: str) -> list[str]:
             # The schema itself is broken (an unknown type, a bad pattern, a dangling
             # $ref); the structural and spec checks report that, not this one.
             continue
+        if error is not None and check.serialised_json_ok and isinstance(check.value, str):
+            try:
+                error = _first_error(validator, json.loads(check.value))
+            except (ValueError, RecursionError):
+                pass
+            except Exception:
+                continue
         if error is None:
             continue
         where = json_pointer(error.absolute_path)

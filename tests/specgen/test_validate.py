@@ -300,3 +300,21 @@ def test_the_report_refuses_what_it_cannot_validate_in_one_line() -> None:
     assert full_report(["x"], "s.json") == [
         "specgen: s.json: the document's top level is not an object"
     ]
+
+
+def test_a_json_example_given_as_its_serialised_text_counts_when_the_text_fits() -> None:
+    doc = minimal()
+    media = doc["paths"]["/pets/{id}"]["get"]["responses"]["200"]["content"]["application/json"]
+    media["examples"] = {
+        "text": {"value": '{"name": "Rex"}'},
+        "wrong": {"value": '{"age": 1}'},
+        "prose": {"value": "a pet"},
+    }
+    lines = full_report(doc, "s.json")
+    assert [line.split(" contradicts")[0].rsplit("/examples/", 1)[1] for line in lines] == [
+        "wrong/value",
+        "prose/value",
+    ]
+    # Outside JSON media types a string is just a string.
+    doc["paths"]["/pets/{id}"]["get"]["responses"]["200"]["content"] = {"text/plain": media}
+    assert len(full_report(doc, "s.json")) == 3
