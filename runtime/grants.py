@@ -137,6 +137,13 @@ class Profile:
             raise GrantsError(f"--base-url: {err}")
         return replace(self, base_url=base_url)
 
+    def with_preamble(self, preamble: str) -> Profile:
+        """The same grant with another preamble (tests plant a key here to prove the
+        confinement checks would find one)."""
+        if not _utf8(preamble):
+            raise GrantsError("host-api grant: Global and Preamble must be valid UTF-8")
+        return replace(self, preamble=preamble)
+
 
 @dataclass(frozen=True)
 class Grants:

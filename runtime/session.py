@@ -17,7 +17,7 @@ import httpx
 
 from runtime import sandbox
 from runtime.broker import Broker
-from runtime.grants import Profile
+from runtime.grants import GrantsError, Profile
 from runtime.trace import TraceSnapshot, audit_line, check_trace_id
 
 #: Host calls the sandbox lets through beyond the broker's own budget, so that calls
@@ -33,6 +33,12 @@ class RunOutcome:
     result: sandbox.RunResult
     trace: TraceSnapshot
     audit: str
+    #: Occurrences of `scan_memory_for` in the guest's memory at the end (run_profile).
+    memory_hits: int = 0
+
+    @property
+    def audit_line(self) -> str:
+        return self.audit
 
 
 def run_with_grant(
@@ -73,3 +79,38 @@ def run_with_grant(
     return RunOutcome(
         result=result, trace=snapshot, audit=audit_line(profile.name, snapshot, trace_id)
     )
+
+
+def run_profile(
+    code: str,
+    profile: Profile,
+    *,
+    caller: str,
+    timeout_s: float = sandbox.DEFAULT_TIMEOUT_S,
+    memory_mb: int = sandbox.DEFAULT_MEMORY_MB,
+    clock: str = "real",
+    trace_id: str | None = None,
+    scan_memory_for: str | None = None,
+) -> RunOutcome:
+    """`run_with_grant` for a caller, with an optional scan of guest memory for a string.
+
+    The caller is checked again here (same message as selection), so code holding a
+    Profile cannot run it for a caller the operator did not list. `scan_memory_for`
+    counts the string's UTF-8 and UTF-16 occurrences in the guest's linear memory after
+    the run: the example uses it to show the key is nowhere in the sandbox.
+    """
+    if not profile.allows(caller):
+        raise GrantsError(f'grant_profile "{profile.name}" is not available to this caller')
+    snapshots: list[bytes] = []
+    outcome = run_with_grant(
+        code,
+        profile,
+        limits=sandbox.Limits(timeout_s=timeout_s, memory_mb=memory_mb, clock=clock),  # type: ignore[arg-type]
+        trace_id=trace_id,
+        memory_probe=snapshots.append if scan_memory_for else None,
+    )
+    if not scan_memory_for:
+        return outcome
+    memory = snapshots[0] if snapshots else b""
+    hits = sum(memory.count(scan_memory_for.encode(enc)) for enc in ("utf-8", "utf-16-le"))
+    return dataclasses.replace(outcome, memory_hits=hits)

@@ -384,3 +384,33 @@ def test_missing_code_file(tmp_path: Path) -> None:
     )
     assert result.exit_code == 1
     assert result.stderr.startswith("specgen: read ") and len(result.stderr.splitlines()) == 1
+
+
+def test_run_profile_rechecks_the_caller_and_counts_memory_hits(
+    tmp_path: Path, api: FakeAPI
+) -> None:
+    from runtime.grants import GrantsError
+    from runtime.session import run_profile
+
+    grants_file(tmp_path)
+    profile = load(tmp_path / "grants.json", environ={"CLOUDFLARE_API_TOKEN": KEY}).select(
+        "agent-memory", "support-agent"
+    )
+    profile = profile.with_base_url(api.url)
+    with pytest.raises(
+        GrantsError, match='grant_profile "agent-memory" is not available to this caller'
+    ):
+        run_profile(CALLS_ONLY, profile, caller="intruder")
+    clean = run_profile(
+        CALLS_ONLY, profile, caller="support-agent", clock="fixed", scan_memory_for=KEY
+    )
+    assert clean.result.stdout == "200,403,400\n"
+    assert clean.memory_hits == 0
+    assert json.loads(clean.audit_line)["denied"] == 1
+    planted = run_profile(
+        CALLS_ONLY,
+        profile.with_preamble(f'var k = "{KEY}";'),
+        caller="support-agent",
+        scan_memory_for=KEY,
+    )
+    assert planted.memory_hits > 0
