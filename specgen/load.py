@@ -6,6 +6,7 @@ published documents are JSON. YAML is the fallback for text that is not JSON.
 
 from __future__ import annotations
 
+import datetime
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,10 +55,47 @@ def parse(name: str, raw: bytes) -> dict[str, Any]:
             raise SpecError(f"specgen: {name}: invalid YAML: {_one_line(str(yexc))}") from None
         except (UnicodeDecodeError, ValueError, RecursionError) as yexc:
             raise SpecError(f"specgen: {name}: cannot parse: {_one_line(str(yexc))}") from None
+        try:
+            doc = _as_json(doc)
+        except RecursionError:
+            raise SpecError(
+                f"specgen: {name}: YAML nests too deeply (or refers to itself)"
+            ) from None
+        except TypeError as texc:
+            raise SpecError(f"specgen: {name}: {texc}") from None
     if not isinstance(doc, dict):
         kind = "empty" if doc is None else type(doc).__name__
         raise SpecError(f"specgen: {name}: the top level must be an object, not {kind}")
     return doc
+
+
+def _key(key: Any) -> str:
+    if isinstance(key, str):
+        return key
+    if isinstance(key, bool) or key is None:
+        return {True: "true", False: "false", None: "null"}[key]
+    if isinstance(key, int | float):
+        return str(key)
+    if isinstance(key, datetime.date):
+        return key.isoformat()
+    raise TypeError(f"a YAML mapping key of type {type(key).__name__} has no JSON equivalent")
+
+
+def _as_json(node: Any) -> Any:
+    """YAML's data model in JSON's: what the validator and the generator expect.
+
+    YAML documents routinely write response codes as `200:`, an int key, and unquoted
+    dates load as date objects; JSON has neither, and the validator refuses both.
+    """
+    if isinstance(node, dict):
+        return {_key(k): _as_json(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_as_json(v) for v in node]
+    if isinstance(node, datetime.date):  # datetime is a date too
+        return node.isoformat()
+    if node is None or isinstance(node, str | int | float | bool):
+        return node
+    raise TypeError(f"a YAML value of type {type(node).__name__} has no JSON equivalent")
 
 
 def load(path: str) -> Source:

@@ -277,6 +277,62 @@ def test_yaml_input_gives_the_same_output_as_json(tmp_path: Path, case: str) -> 
     assert from_json.stdout.startswith("=== allow")
 
 
+YAML_SPEC = """\
+openapi: 3.0.3
+info: {title: Y, version: "2024.1"}
+paths:
+  /reports/{day}:
+    get:
+      operationId: report
+      summary: 2024-01-31
+      parameters:
+        - {name: day, in: path, required: true, schema: {type: string}}
+      responses:
+        200: {description: OK}
+        404: {description: missing}
+"""
+
+
+def test_yaml_int_keys_and_dates_load_as_json_would(tmp_path: Path) -> None:
+    # `200:` is an int key in YAML and an unquoted date is a date object; JSON has neither
+    spec = write(tmp_path / "int-keys.yaml", YAML_SPEC)
+    result = run("emit", "description", spec)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.endswith("  host.report(day)  ->  GET /reports/{day}\n      2024-01-31\n")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("a: &x [*x]\n", "YAML nests too deeply (or refers to itself)"),
+        ("a: !!binary aGVsbG8=\n", "a YAML value of type bytes has no JSON equivalent"),
+        ("? [1, 2]\n: x\n", "invalid YAML"),
+    ],
+)
+def test_yaml_without_a_json_equivalent_is_refused(tmp_path: Path, text: str, message: str) -> None:
+    spec = write(tmp_path / "odd.yaml", text)
+    assert refused(run("build", spec)).startswith(f"specgen: {spec}: {message}")
+
+
+def test_an_internal_error_is_one_line_too(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from specgen import cli as cli_module
+
+    def boom(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("simulated bug")
+
+    monkeypatch.setattr("specgen.build.generate", boom)
+    monkeypatch.setattr(sys, "argv", ["specgen", "build", str(SMART)])
+    monkeypatch.delenv("SPECGEN_DEBUG", raising=False)
+    with pytest.raises(SystemExit) as exc:
+        cli_module.main()
+    assert exc.value.code == 1
+    captured = capsys.readouterr()
+    assert captured.err == "specgen: internal error: RuntimeError: simulated bug\n"
+    assert captured.out == ""
+
+
 def test_stdin_dash(tmp_path: Path) -> None:
     result = run("emit", "preamble", "-", "--global", "home", input=SMART.read_bytes())
     assert result.exit_code == 0, result.output
