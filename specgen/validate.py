@@ -157,8 +157,18 @@ def structural_errors(doc: Any) -> StructuralResult:
     if family is None:
         return StructuralResult(version=version, family=None)
     validator = _structural_validator(family)
+    try:
+        raw_errors = list(validator.iter_errors(doc))
+    except (ValueError, TypeError, OverflowError):
+        # Only a document that is not plain JSON data gets here: YAML gives `200:`
+        # integer keys and dates. Validate its JSON reading, as every tool does.
+        try:
+            raw_errors = list(validator.iter_errors(json_compatible(doc)))
+        except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+            message = f"the document holds data JSON cannot represent ({one_line(str(exc))})"
+            return StructuralResult(version, family, [StructuralError(message, "")])
     errors = []
-    for err in validator.iter_errors(doc):
+    for err in raw_errors:
         cause = _most_specific(err)
         errors.append(
             StructuralError(
@@ -166,6 +176,32 @@ def structural_errors(doc: Any) -> StructuralResult:
             )
         )
     return StructuralResult(version=version, family=family, errors=errors)
+
+
+def json_compatible(doc: Any) -> Any:
+    """The JSON reading of a loaded document: string keys, dates as ISO 8601 strings.
+
+    YAML loaders turn `200:` into an integer key and `2020-01-01` into a date; JSON
+    Schema validators (and the JSON pointers in messages) work on the JSON data model.
+    orjson does the conversion in one native pass; the standard library covers the
+    integers wider than 64 bits that orjson refuses.
+    """
+    import orjson
+
+    try:
+        return orjson.loads(orjson.dumps(doc, option=orjson.OPT_NON_STR_KEYS))
+    except (TypeError, orjson.JSONEncodeError):
+        return json.loads(json.dumps(doc, default=_json_default, ensure_ascii=False))
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    if isinstance(value, (bytes, bytearray)):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    raise TypeError(f"{type(value).__name__} is not JSON data")
 
 
 def show_pointer(pointer: str) -> str:
@@ -583,6 +619,12 @@ def full_report(doc: Any, source: str) -> list[str]:
     family = version_family(doc)
     if family is None:
         return [unsupported_version_line(source, doc.get("openapi"))]
+    try:
+        doc = json_compatible(doc)  # a copy, too: nothing below can touch the caller's
+    except (TypeError, ValueError, RecursionError) as exc:
+        return [
+            f"specgen: {source}: the document holds data JSON cannot represent ({one_line(str(exc))})"
+        ]
     structural = structural_errors(doc)
     lines = [
         f"specgen: {source}: {err.message} at {show_pointer(err.pointer)}"

@@ -318,3 +318,46 @@ def test_a_json_example_given_as_its_serialised_text_counts_when_the_text_fits()
     # Outside JSON media types a string is just a string.
     doc["paths"]["/pets/{id}"]["get"]["responses"]["200"]["content"] = {"text/plain": media}
     assert len(full_report(doc, "s.json")) == 3
+
+
+YAML_DOC = """
+openapi: 3.0.3
+info: {title: t, version: "1"}
+paths:
+  /a:
+    get:
+      responses:
+        200:
+          description: ok
+          content:
+            application/json:
+              schema: {type: string, format: date}
+              example: 2020-01-01
+        404:
+          description: 3
+"""
+
+
+def test_yaml_integer_keys_and_dates_are_validated_as_their_json_reading() -> None:
+    """YAML loads `200:` as an int key and `2020-01-01` as a date; jsonschema-rs
+    rejects such data outright, which must not escape as a crash."""
+    import yaml
+
+    doc = yaml.safe_load(YAML_DOC)
+    assert 200 in doc["paths"]["/a"]["get"]["responses"]
+    result = structural_errors(doc)
+    assert [(e.message, e.pointer) for e in result.errors] == [
+        ('3 is not of type "string"', "/paths/~1a/get/responses/404/description")
+    ]
+    # the date example satisfies `format: date` once read as JSON would read it
+    assert full_report(doc, "y.yaml") == [
+        'specgen: y.yaml: 3 is not of type "string" at /paths/~1a/get/responses/404/description'
+    ]
+
+
+def test_data_json_cannot_hold_is_one_error_not_a_crash() -> None:
+    doc = minimal()
+    doc["x-thing"] = object()
+    line = structural_error_line("o.json", doc)
+    assert line is not None and "the document holds data JSON cannot represent" in line
+    assert full_report(doc, "o.json")[0].startswith("specgen: o.json: the document holds data JSON")
