@@ -143,7 +143,7 @@ var Q = {{query: "Which language does the customer want?"}};
 
 def test_denial_lists_through_the_raw_bridge(tmp_path: Path, api: FakeAPI) -> None:
     grants_file(tmp_path, max_calls=100_000)
-    targets = [t for t in REFERENCE + ADVERSARIAL if len(t) < 50_000]
+    targets = REFERENCE + ADVERSARIAL
     code = f"""var targets = {json.dumps(targets)};
 var statuses = targets.map(function (p) {{
   return __coderunner_host_call(JSON.stringify({{method: "GET", path: p}})).status; }});
@@ -414,3 +414,31 @@ def test_run_profile_rechecks_the_caller_and_counts_memory_hits(
         scan_memory_for=KEY,
     )
     assert planted.memory_hits > 0
+
+
+def test_specgen_group_exposes_run_once_the_entry_point_is_installed(
+    tmp_path: Path, api: FakeAPI
+) -> None:
+    from specgen.cli import cli
+
+    if "run" not in cli.list_commands(None):  # type: ignore[arg-type]
+        pytest.skip("entry point specgen.commands:run = runtime.cli:run is not installed yet")
+    grants_file(tmp_path)
+    (tmp_path / "code.js").write_text('memory.items("x").then(r => console.log(r.ok));')
+    result = CliRunner().invoke(
+        cli,
+        [
+            "run",
+            str(tmp_path / "code.js"),
+            "--grants",
+            str(tmp_path / "grants.json"),
+            "--profile",
+            "agent-memory",
+            "--caller",
+            "support-agent",
+            "--base-url",
+            api.url,
+        ],
+        env={"CLOUDFLARE_API_TOKEN": KEY},
+    )
+    assert (result.exit_code, result.stdout) == (0, "true\n")
