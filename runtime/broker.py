@@ -143,8 +143,12 @@ class Broker:
             self.trace.deny()
             return refusal(403, MSG_FORBIDDEN)
 
-        payload = body if isinstance(body, bytes | bytearray) else b""
-        payload = bytes(payload)
+        if body is not None and not isinstance(body, bytes | bytearray | memoryview):
+            # Not what the HostHandler contract promises; forwarding a guess would send
+            # bytes nobody approved.
+            self.trace.deny()
+            return refusal(403, MSG_FORBIDDEN)
+        payload = bytes(body) if body is not None else b""
         if len(payload) > MAX_REQUEST_BODY:
             self.trace.deny()
             return refusal(413, MSG_TOO_LARGE)

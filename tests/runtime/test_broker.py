@@ -134,6 +134,7 @@ def test_non_string_inputs_are_refused(api: respx.MockRouter) -> None:
     b = Broker(profile())
     assert b(None, "/v1/items/x", None).status == 403  # type: ignore[arg-type]
     assert b("GET", b"/v1/items/x", None).status == 403  # type: ignore[arg-type]
+    assert b("GET", "/v1/items/x", "{}").status == 403  # type: ignore[arg-type]
     assert api.calls.call_count == 0
 
 
