@@ -96,13 +96,17 @@ def verify_wasm(data: bytes) -> bytes:
     return data
 
 
-def load_patched_wasm(path: Path | None = None) -> bytes:
+def load_original_wasm(path: Path | None = None) -> bytes:
     path = path or wasm_path()
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise EngineError(f"engine refused: cannot read {path}: {exc.strerror}") from None
-    return wasm_patch.patch(verify_wasm(data), STACK_BYTES)
+    return verify_wasm(data)
+
+
+def load_patched_wasm(path: Path | None = None) -> bytes:
+    return wasm_patch.patch(load_original_wasm(path), STACK_BYTES)
 
 
 def make_engine() -> wasmtime.Engine:
@@ -170,14 +174,20 @@ def load_module(
     """(module, how, stack_top): how is "cache" or "compiled"; stack_top is the relocated
     `__stack_pointer`, which the sandbox needs to find QuickJS's stack fields."""
     # The pinned wasm is verified even on a cache hit: the installed file must still be
-    # the one the cache key names.
-    wasm = load_patched_wasm()
-    stack_top = wasm_patch.read_stack_pointer(wasm_patch.split_sections(wasm))
+    # the one the cache key names. Patching (a few ms) is only needed to compile.
+    original = load_original_wasm()
+    stack_top = (
+        wasm_patch.read_memory_min_pages(wasm_patch.split_sections(original)) * wasm_patch.WASM_PAGE
+        + STACK_BYTES
+    )
     path = cache_path()
     if use_cache:
         module = _read_cached(engine, path)
         if module is not None:
             return module, "cache", stack_top
+    wasm = wasm_patch.patch(original, STACK_BYTES)
+    if wasm_patch.read_stack_pointer(wasm_patch.split_sections(wasm)) != stack_top:
+        raise EngineError("engine refused: the relocated stack is not where the sandbox expects it")
     try:
         module = wasmtime.Module(engine, wasm)
     except wasmtime.WasmtimeError as exc:
@@ -210,12 +220,20 @@ class EpochTicker:
         self._thread.start()
 
     def _loop(self) -> None:
+        last: float | None = None
         while True:
             with self._cond:
                 while self._active == 0:
                     self._cond.wait()
+                    last = None
+            if last is None:
+                last = time.monotonic()
             time.sleep(EPOCH_TICK_S)
-            self._engine.increment_epoch()
+            # A late wake-up (a loaded machine) catches up, so deadlines stay wall-clock.
+            ticks = max(1, int((time.monotonic() - last) / EPOCH_TICK_S))
+            for _ in range(ticks):
+                self._engine.increment_epoch()
+            last += ticks * EPOCH_TICK_S
 
     @contextlib.contextmanager
     def active(self):

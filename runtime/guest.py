@@ -14,8 +14,6 @@ import functools
 import json
 from pathlib import Path
 
-import jinja2
-
 from specgen.routes import Route
 
 #: QuickJS-NG has only console.log; the other methods alias to it, so all console output
@@ -52,7 +50,9 @@ _TEMPLATE_DIRS = (
 
 
 @functools.cache
-def _environment() -> jinja2.Environment:
+def _environment():  # -> jinja2.Environment; imported lazily: runs without a grant skip it
+    import jinja2
+
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader([str(d) for d in _TEMPLATE_DIRS]),
         autoescape=False,

@@ -211,6 +211,27 @@ class _Exit(Exception):
         self.code = code
 
 
+#: qjs's exit() flushes stdio; a run that simply ends must too, or a last line written
+#: without "\n" (std.out.puts) would stay in wasi-libc's line buffer.
+_FLUSH_SOURCE = b'import * as std from "qjs:std"; std.out.flush(); std.err.flush();'
+
+
+def _flush_stdio(vm: qjs_vm.Vm, ctx: int) -> None:
+    src = vm.alloc(_FLUSH_SOURCE)
+    name = vm.alloc(b"<flush>")
+    try:
+        value = vm.call("JS_Eval", ctx, src, len(_FLUSH_SOURCE), name, qjs_vm.JS_EVAL_TYPE_MODULE)
+        if qjs_vm.tag_of(value) != qjs_vm.TAG_EXCEPTION:
+            value = vm.call("js_std_await", ctx, value)
+        if qjs_vm.tag_of(value) == qjs_vm.TAG_EXCEPTION:
+            vm.call("JS_FreeValue", ctx, vm.call("JS_GetException", ctx))
+        else:
+            vm.call("JS_FreeValue", ctx, value)
+    finally:
+        vm.free(name)
+        vm.free(src)
+
+
 def _check(vm: qjs_vm.Vm, ctx: int, value: int) -> None:
     """An exception value ends the run like qjs: error dumped to stderr, exit 1."""
     if qjs_vm.tag_of(value) == qjs_vm.TAG_EXCEPTION:
@@ -220,7 +241,6 @@ def _check(vm: qjs_vm.Vm, ctx: int, value: int) -> None:
 
 
 def _evaluate(vm: qjs_vm.Vm, bridge: _Bridge, source: str) -> None:
-    state = vm.state
     vm.call("_initialize")  # reactor ABI: C constructors before anything else
     if vm.call("qjs_init") != 0:
         raise qjs_vm.VmError("qjs_init failed")
@@ -246,9 +266,20 @@ def _evaluate(vm: qjs_vm.Vm, bridge: _Bridge, source: str) -> None:
     vm.set_global(ctx, "execArgv", args)
     vm.set_global(ctx, "argv0", vm.new_string(ctx, b"qjs"))
 
+    try:
+        _run_module(vm, bridge, ctx, src_ptr, len(src))
+    except _Exit:
+        _flush_stdio(vm, ctx)  # never after a trap: a trapped instance is not touched again
+        raise
+    _flush_stdio(vm, ctx)
+
+
+def _run_module(vm: qjs_vm.Vm, bridge: _Bridge, ctx: int, src_ptr: int, src_len: int) -> None:
+    """Evaluate like `qjs -e`, drain the job queue, report unhandled rejections."""
+    state = vm.state
     filename = vm.alloc(b"<cmdline>")
     flags = qjs_vm.JS_EVAL_TYPE_MODULE | qjs_vm.JS_EVAL_FLAG_COMPILE_ONLY
-    func = vm.call("JS_Eval", ctx, src_ptr, len(src), filename, flags)
+    func = vm.call("JS_Eval", ctx, src_ptr, src_len, filename, flags)
     vm.free(src_ptr)
     if qjs_vm.tag_of(func) != qjs_vm.TAG_EXCEPTION:
         vm.call("js_module_set_import_meta", ctx, func, 0, 1)

@@ -95,7 +95,7 @@ def test_the_memory_search_finds_a_secret_that_only_passed_through_a_reply():
     snapshots: list[bytes] = []
     leaky = lambda m, p, b: HostReply(200, ('{"name": "' + SECRET + '"}').encode())  # noqa: E731
     run(
-        'await host.get("/v1/items/a")',
+        'globalThis.kept = await host.get("/v1/items/a")',  # kept alive, as a leak would be
         grant=GuestGrant(allow=ALLOW),
         handler=leaky,
         memory_probe=snapshots.append,

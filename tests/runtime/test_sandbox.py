@@ -69,6 +69,17 @@ def test_proc_exit_code_is_the_run_exit_code():
     assert (r.exit_code, r.stdout) == (7, "before\n")
 
 
+def test_output_without_a_final_newline_is_flushed_like_qjs_exit():
+    r = run('const std = await import("qjs:std"); std.out.puts("partial"); std.err.puts("e")')
+    assert (r.exit_code, r.stdout, r.stderr) == (0, "partial", "e")
+    r = run(
+        'const std = await import("qjs:std"); std.out.puts("before error"); throw new Error("x")'
+    )
+    assert (r.exit_code, r.stdout) == (1, "before error")
+    r = run('const std = await import("qjs:std"); std.out.puts("before exit"); std.exit(3)')
+    assert (r.exit_code, r.stdout) == (3, "before exit")
+
+
 def test_fresh_state_between_runs():
     assert run("globalThis.leftover = 42; print(typeof leftover)").stdout == "number\n"
     assert run("print(typeof leftover)").stdout == "undefined\n"
