@@ -179,8 +179,14 @@ def extract(
         if wanted_tags and isinstance(item, dict):
             target = item
             ref = item.get("$ref")
-            if isinstance(ref, str) and ref.startswith("#"):
-                section, name = _component_key(ref, f"path {json.dumps(path)}", source_name)
+            if isinstance(ref, str):
+                # A path item defined elsewhere carries its tags there. One that cannot
+                # be found has no tags to match; it is not selected, so it cannot spoil
+                # a cut of other paths.
+                try:
+                    section, name = _component_key(ref, f"path {json.dumps(path)}", source_name)
+                except SpecError:
+                    section, name = "", ""
                 section_map = components.get(section)
                 target = section_map.get(name) if isinstance(section_map, dict) else None
                 if not isinstance(target, dict):
@@ -197,14 +203,12 @@ def extract(
     # Transitive closure over components, starting from everything kept verbatim.
     keep: set[tuple[str, str]] = set()
     schemes = components.get("securitySchemes")
-    if isinstance(schemes, dict):
-        keep.update(("securitySchemes", name) for name in schemes)
+    schemes = schemes if isinstance(schemes, dict) else {}
+    keep.update(("securitySchemes", name) for name in schemes)
     roots: list[tuple[str, Any]] = [
         (f"path {json.dumps(path)}", item) for path, item in selected.items()
     ]
-    roots += [
-        (f"components/securitySchemes/{name}", scheme) for name, scheme in (schemes or {}).items()
-    ]
+    roots += [(f"components/securitySchemes/{name}", scheme) for name, scheme in schemes.items()]
     pending = list(roots)
     while pending:
         holder, node = pending.pop()

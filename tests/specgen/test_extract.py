@@ -302,3 +302,22 @@ def test_integers_wider_than_64_bits_survive_the_cut() -> None:
     result_bytes, pin = pinned(doc)
     out = extract(result_bytes, sha256=pin, path_prefixes=["/accounts"], tags=[], source_name="x")
     assert json.loads(out)["components"]["schemas"]["Id"]["maximum"] == 2**70
+
+
+def test_a_broken_unselected_path_item_does_not_spoil_a_tag_cut() -> None:
+    doc = whole_document()
+    doc["paths"]["/broken"] = {"$ref": "#/components/pathItems/Missing"}
+    doc["paths"]["/remote"] = {"$ref": "https://elsewhere.example/api.json#/paths/x"}
+    result = cut(doc, tags=["dns"])
+    assert list(result["paths"]) == ["/zones/{zone_id}/dns_records"]
+
+
+def test_a_selected_path_item_that_is_a_broken_ref_is_refused() -> None:
+    doc = whole_document()
+    doc["paths"]["/broken"] = {"$ref": "#/components/pathItems/Missing"}
+    raw, pin = pinned(doc)
+    with pytest.raises(
+        SpecError,
+        match='path "/broken" refers to "#/components/pathItems/Missing", which does not resolve',
+    ):
+        extract(raw, sha256=pin, path_prefixes=["/broken"], tags=[], source_name="w.json")
