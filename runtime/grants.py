@@ -362,6 +362,8 @@ def _preamble(body: dict[str, Any], base_dir: Path) -> str:
         raise _ProfileFault("set either preamble or preamble_file, not both")
     if not rel:
         return inline
+    if "\x00" in rel:
+        raise _ProfileFault(f"read preamble_file: the name contains a NUL byte: {_quote(rel)}")
     candidate = Path(os.path.normpath(base_dir / rel))
     if Path(rel).is_absolute() or not candidate.is_relative_to(base_dir):
         raise _ProfileFault(f"preamble_file {_quote(rel)} escapes the grants directory")
@@ -391,8 +393,9 @@ def _token(body: dict[str, Any], env: Mapping[str, str]) -> tuple[str | None, Se
     for key in spec:
         if key not in _TOKEN_FIELDS:
             raise _ProfileFault(f"token: unknown field {_quote(key)}")
-    kind = spec.get("type") or ""
-    var = spec.get("env") or ""
+    spec = {k: v for k, v in spec.items() if v is not None}
+    kind = spec.get("type", "")
+    var = spec.get("env", "")
     if not isinstance(kind, str) or not isinstance(var, str):
         raise _ProfileFault("token.type and token.env must be strings")
     if kind not in ("", "static"):
