@@ -178,6 +178,9 @@ class _Generator:
         self.warnings: list[str] = []
         self.health: list[str] = []
         self.names: set[str] = set()
+        # Names that explicit operationIds will take; a derived name never takes one, or a
+        # later operationId would be refused as a collision with a name we made up.
+        self.explicit: set[str] = set()
 
     def params(
         self, path_item: dict[str, Any], op: dict[str, Any], method: str, path: str
@@ -209,6 +212,7 @@ class _Generator:
         paths = self.doc.get("paths")
         if not isinstance(paths, dict) or not paths:
             raise SpecError("specgen: spec declares no paths")
+        self.explicit = self.explicit_names(paths)
         for raw_path in sorted(paths):
             if raw_path.startswith("x-"):
                 continue  # a specification extension of the Paths object, not a path
@@ -224,6 +228,23 @@ class _Generator:
             raise SpecError(
                 "specgen: spec declares paths but no supported operations (GET/PUT/POST/DELETE/PATCH)"
             )
+
+    def explicit_names(self, paths: dict[str, Any]) -> set[str]:
+        """The method names the document's own operationIds claim, wherever they appear."""
+        names: set[str] = set()
+        for item in paths.values():
+            try:
+                path_item = self.refs.deref(item, "")
+            except SpecError:
+                continue  # reported, in order, by the main pass
+            if not isinstance(path_item, dict):
+                continue
+            for verb in _GRANTABLE:
+                op = path_item.get(verb)
+                op_id = op.get("operationId") if isinstance(op, dict) else None
+                if isinstance(op_id, str) and op_id:
+                    names.add(naming.js_ident(op_id))
+        return names
 
     def path(self, template: str, path_item: dict[str, Any]) -> None:
         derived = _derive(template)
@@ -290,6 +311,7 @@ class _Generator:
             name = _auto_name(method, path.removeprefix(self.prefix) or "/")
             while (
                 name in self.names
+                or name in self.explicit
                 or name in naming.CLIENT_METHODS
                 or name in naming.OBJECT_PROTOTYPE
             ):

@@ -615,6 +615,14 @@ def test_derived_names_avoid_taken_names() -> None:
     assert '"get_b_"' in g.warnings[0]
 
 
+def test_derived_names_yield_to_later_explicit_operation_ids() -> None:
+    # "/a" comes first and has no operationId; "/b" is explicitly named get_a. The made-up
+    # name must step aside instead of turning the real one into a collision.
+    g = gen({"/a": {"get": op()}, "/b": {"get": op("get_a")}})
+    assert names(g) == ["get_a_", "get_a"]
+    assert '"get_a_"' in g.warnings[0]
+
+
 def test_derived_names_do_not_depend_on_the_server_prefix() -> None:
     paths = {"/lights/{id}": {"get": op()}}
     assert names(gen(paths)) == names(gen(paths, prefix="/v2")) == ["get_lights_by_id"]
