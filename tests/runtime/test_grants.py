@@ -396,3 +396,70 @@ def test_base_url_override(tmp_path: Path) -> None:
 def test_profile_is_a_plain_value() -> None:
     p = Profile(name="p", base_url="https://a.b", global_name="h", allowed_callers=("*",), allow=())
     assert p.allows("x") and not p.allows("") and not p.allows("*")
+
+
+# ---- no input crashes the loader --------------------------------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=10,
+)
+_field = st.sampled_from(
+    [
+        "base_url",
+        "global",
+        "allowed_callers",
+        "token",
+        "allow",
+        "catalog",
+        "preamble",
+        "preamble_file",
+        "health_check",
+        "max_calls",
+        "oops",
+    ]
+)
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(overrides=st.dictionaries(_field, _json, max_size=4))
+def test_any_profile_loads_or_is_refused_in_one_line(
+    tmp_path: Path, overrides: dict[str, object]
+) -> None:
+    path = write(tmp_path, {"p": {**minimal(), **overrides}})
+    try:
+        load(path, environ=ENV)
+    except GrantsError as e:
+        assert "\n" not in str(e) and str(e).startswith("grants: ")
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    allow=st.lists(st.text(max_size=30), max_size=3),
+    base_url=st.text(max_size=40),
+    preamble_file=st.text(max_size=20),
+    health=st.text(max_size=20),
+)
+def test_arbitrary_strings_never_crash_the_loader(
+    tmp_path: Path, allow: list[str], base_url: str, preamble_file: str, health: str
+) -> None:
+    profile = minimal(
+        allow=allow, base_url=base_url, preamble_file=preamble_file, health_check=health
+    )
+    path = write(tmp_path, {"p": profile})
+    try:
+        loaded = load(path, environ=ENV).profiles[0]
+    except GrantsError as e:
+        assert "\n" not in str(e)
+    else:
+        assert all(r.method in ("GET", "PUT", "POST", "DELETE", "PATCH") for r in loaded.allow)
