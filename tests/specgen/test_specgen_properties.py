@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import re
 import string
+from typing import Any
 from urllib.parse import quote, unquote
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from specgen.errors import SpecError
 from specgen.naming import CLIENT_METHODS, OBJECT_PROTOTYPE, RESERVED, arg_names, js_ident
+from specgen.operations import generate
+from specgen.render import artifacts
 from specgen.routes import Route, first_match, pattern_error, route_error, target_allowed
+from specgen.servers import server_prefix
 
 ASCII_IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
 # ECMAScript reserved words, written out independently of specgen.naming.
@@ -198,3 +203,114 @@ def test_an_approved_target_is_canonical(target: str) -> None:
         assert all(s not in ("", ".", "..") for s in segments)
     # no `;` segment, no all-dot segment
     assert all(";" not in s and (s == "" or s.strip(".") != "") for s in segments)
+
+
+# -- arbitrary documents: a result or a one-line refusal, never a crash ----------------------
+
+_scalar = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 300),
+    st.text(max_size=5),
+    st.floats(allow_nan=False, allow_infinity=False),
+)
+_json = st.recursive(
+    _scalar,
+    lambda c: st.one_of(
+        st.lists(c, max_size=3), st.dictionaries(st.text(max_size=4), c, max_size=3)
+    ),
+    max_leaves=6,
+)
+_param = st.one_of(
+    _json,
+    st.fixed_dictionaries(
+        {
+            "name": st.one_of(st.text(max_size=4), _json),
+            "in": st.one_of(
+                st.sampled_from(["path", "query", "header", "cookie", "body", " Query "]), _json
+            ),
+        },
+        optional={
+            "required": st.one_of(st.booleans(), _json),
+            "$ref": st.sampled_from(["#/components/parameters/P", "#/x", "x.json#/a"]),
+        },
+    ),
+)
+_op = st.one_of(
+    _json,
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "operationId": st.one_of(
+                st.sampled_from(["a", "b", "get", "__proto__", "do-it", "do.it", "", "get_a"]),
+                _json,
+            ),
+            "summary": _json,
+            "requestBody": _json,
+            "parameters": st.one_of(st.lists(_param, max_size=3), _json),
+            "x-plimsoll-health-check": st.one_of(st.booleans(), _json),
+        },
+    ),
+)
+_item = st.one_of(
+    _json,
+    st.dictionaries(
+        st.sampled_from(
+            ["get", "put", "post", "delete", "patch", "head", "options", "parameters", "$ref"]
+        ),
+        st.one_of(
+            _op,
+            st.lists(_param, max_size=2),
+            st.sampled_from(["#/components/x/I", "#/paths", "http://x"]),
+        ),
+        max_size=4,
+    ),
+)
+_path = st.one_of(
+    st.sampled_from(
+        ["/", "/a", "/a/{id}", "/{x}.json", "/a/", "x-ext", "a", "/a/{}", "/{h}/{body}", "/é"]
+    ),
+    st.text(max_size=6),
+)
+_documents = st.fixed_dictionaries(
+    {
+        "openapi": st.just("3.0.3"),
+        "paths": st.one_of(st.dictionaries(_path, _item, max_size=4), _json),
+    },
+    optional={
+        "info": st.one_of(
+            _json, st.fixed_dictionaries({}, optional={"title": _json, "version": _json})
+        ),
+        "servers": st.one_of(
+            _json,
+            st.lists(
+                st.fixed_dictionaries(
+                    {"url": st.one_of(st.sampled_from(["https://x/v1", "/api", "{a}/b"]), _json)},
+                    optional={"variables": _json},
+                ),
+                max_size=2,
+            ),
+        ),
+        "components": st.just(
+            {
+                "parameters": {"P": {"name": "p", "in": "query"}},
+                "x": {"I": {"get": {"operationId": "i"}}},
+            }
+        ),
+    },
+)
+
+
+@given(_documents)
+def test_any_document_generates_or_is_refused_in_one_line(doc: dict[str, Any]) -> None:
+    """The generator's own rules (what --no-validate leaves) never crash on odd shapes."""
+    try:
+        gen = generate(doc, name="doc", global_name="host", prefix=server_prefix(doc))
+        files = artifacts(gen)
+    except SpecError as exc:
+        assert str(exc).startswith("specgen: ")
+        assert "\n" not in str(exc)
+        return
+    assert files["preamble.js"].count("\n") == len(gen.operations) + 5
+    # allow is the set of the operations' routes, in (path, method) order
+    assert list(gen.allow) == sorted({Route(path=o.route, method=o.method) for o in gen.operations})
