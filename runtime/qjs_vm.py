@@ -200,14 +200,21 @@ class Vm:
             self.free(key)
             self.call("JS_FreeValue", ctx, glob)
 
-    def to_bytes(self, ctx: int, value: int) -> bytes | None:
-        """ToString(value) as UTF-8, or None when the conversion threw (exception pending)."""
+    def to_bytes(self, ctx: int, value: int, limit: int | None = None) -> bytes | None:
+        """ToString(value) as UTF-8, or None when the conversion threw (exception pending).
+
+        With `limit`, a longer string is not copied out: b"\0" * (limit + 1) stands in
+        for it, so a caller enforcing a size cap never pays for a huge copy.
+        """
         plen = self.call("malloc", 4)
+        if plen == 0:
+            raise MemoryError("guest malloc failed")
         try:
             p = self.call("JS_ToCStringLen2", ctx, plen, value, 0)
             if p == 0:
                 return None
-            data = self.read(p, self.u32(plen))
+            n = self.u32(plen)
+            data = b"\0" * (limit + 1) if limit is not None and n > limit else self.read(p, n)
             self.call("JS_FreeCString", ctx, p)
             return data
         finally:

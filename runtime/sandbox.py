@@ -170,7 +170,7 @@ def _host_call(state: wasi.WasiState, context, vals) -> None:
         vals[0].i64 = qjs_vm.s64(_throw(vm, ctx, "Type", TEXT_ENVELOPE_REQUIRED))
         return
     (arg,) = struct.unpack("<q", vm.read(argv, 8))
-    raw = vm.to_bytes(ctx, arg)
+    raw = vm.to_bytes(ctx, arg, limit=envelope_mod.MAX_ENVELOPE_BYTES)
     if raw is None:  # ToString threw: let that exception propagate to the guest
         vals[0].i64 = qjs_vm.s64(qjs_vm.JS_EXCEPTION)
         return

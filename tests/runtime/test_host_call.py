@@ -87,6 +87,18 @@ def test_non_ascii_reply_body_reaches_the_guest_as_text():
     assert json.loads(r.stdout)["body"] == "café ✓ 😀"
 
 
+def test_invalid_utf8_reply_is_replaced_not_fatal():
+    rec = Recorder(allow=(Route("/a", "GET"),), reply=b"a\xff\xfeb\xc3")
+    r = run(raw_call('JSON.stringify({method: "GET", path: "/a"})'), handler=rec)
+    assert json.loads(r.stdout)["body"] == "a\ufffd\ufffdb\ufffd"
+
+
+def test_huge_envelope_is_413_without_reaching_the_handler():
+    rec = Recorder(allow=(Route("/a", "GET"),))
+    r = run(raw_call('"x".repeat(20e6)'), handler=rec)
+    assert json.loads(r.stdout)["status"] == 413 and rec.calls == []
+
+
 def test_encoded_path_bypass_is_the_brokers_403():
     rec = Recorder(allow=(Route("/v1/lights/*", "GET"),))
     r = run(raw_call('JSON.stringify({method: "GET", path: "/v1/%6cights/kitchen"})'), handler=rec)
@@ -256,3 +268,13 @@ def test_client_under_a_custom_global_with_exactly_six_functions():
         "print(typeof host, Object.keys(memory).join())", grant=GuestGrant(global_name="memory")
     )
     assert r.stdout == "undefined call,get,put,post,patch,del\n"
+
+
+def test_global_name_and_allow_entries_are_embedded_as_inert_json():
+    odd = 'we"ird\u2028</script>'
+    grant = GuestGrant(global_name=odd, allow=(Route('/a"b', "GET"),))
+    r = run(
+        f"print(typeof globalThis[{json.dumps(odd)}].get, execArgv[2].indexOf({json.dumps(odd)}) < 0)",
+        grant=grant,
+    )
+    assert (r.exit_code, r.stdout) == (0, "function true\n"), r.stderr
