@@ -134,3 +134,21 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def hang(events: list[str], seconds: float = 10.0) -> Responder:
+    """Say nothing; append "client left" if the client hangs up before `seconds` pass.
+
+    Lets a test show that the broker abandoned a hung call without timing anything.
+    """
+
+    def respond(handler: BaseHTTPRequestHandler, seen: Seen) -> None:
+        handler.connection.settimeout(seconds)
+        try:
+            left = handler.connection.recv(1) == b""
+        except OSError:
+            left = False
+        events.append("client left" if left else "server gave up")
+        handler.close_connection = True
+
+    return respond

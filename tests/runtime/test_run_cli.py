@@ -442,3 +442,25 @@ def test_specgen_group_exposes_run_once_the_entry_point_is_installed(
         env={"CLOUDFLARE_API_TOKEN": KEY},
     )
     assert (result.exit_code, result.stdout) == (0, "true\n")
+
+
+def test_a_hung_api_is_cut_off_at_the_run_deadline(tmp_path: Path, api: FakeAPI) -> None:
+    import time
+
+    from tests.runtime.loopback import hang
+
+    events: list[str] = []
+    api.responder = hang(events)
+    grants_file(tmp_path)
+    code = 'var r = __coderunner_host_call(JSON.stringify({method: "GET", path: "/v1/items/x"})); console.log(r.status);'
+    result = invoke(tmp_path, code, "--base-url", api.url, "--timeout", "0.5", "--json")
+    record = json.loads(result.stdout)
+    # Either the guest saw the 502 just before its deadline or the deadline ended it.
+    assert (record["stdout"], record["exit_code"]) in {("502\n", 0), ("", 124)}
+    (row,) = record["audit"]["calls"]
+    assert (row["status"], row["delivered"]) == (0, False)
+    for _ in range(200):  # the server thread notices the hang-up asynchronously
+        if events:
+            break
+        time.sleep(0.01)
+    assert events == ["client left"]
