@@ -238,6 +238,19 @@ def test_time_inside_a_host_call_counts_against_the_limit():
     assert (r.exit_code, r.timed_out) == (124, True)
 
 
+def test_no_process_socket_or_worker_api_and_sleeps_are_virtual():
+    code = (
+        'const os = await import("qjs:os"); const std = await import("qjs:std"); const t = Date.now();'
+        " os.sleep(10000); print(Date.now() - t, typeof os.exec, typeof std.urlGet, typeof std.popen,"
+        " typeof os.socket, typeof os.Worker)"
+    )
+    r = run(code, limits=Limits(clock="fixed", timeout_s=1))
+    assert (r.exit_code, r.stdout) == (
+        0,
+        "10000 undefined undefined undefined undefined undefined\n",
+    )
+
+
 def test_fixed_clock_is_reproducible():
     code = "print(new Date().toISOString(), Math.random())"
     a, b = run(code, limits=Limits(clock="fixed")), run(code, limits=Limits(clock="fixed"))
