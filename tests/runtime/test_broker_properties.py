@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import string
 
 from hypothesis import given, settings
@@ -72,23 +73,31 @@ def test_every_valid_pattern_admits_its_own_instantiation(p: str, m: str) -> Non
     assert first_match([Route(p, m)], m, instance) == Route(p, m)
 
 
-@settings(max_examples=200, deadline=None)
-@given(m=any_method, path=target)
-def test_the_broker_never_sends_what_the_rules_refuse(m: str, path: str) -> None:
-    """A refused target produces a 403 without the HTTP client being touched."""
-    allow = (Route("/v1/items/*", "GET"), Route("/x", "POST"))
+_ALLOW = (Route("/v1/items/*", "GET"), Route("/x", "POST"))
+
+
+@functools.cache
+def _broker() -> Broker:
+    """One session for all examples (a client per example costs an SSL context each)."""
     grant = Profile(
         name="p",
         base_url="https://unreachable.invalid",
         global_name="h",
         allowed_callers=("*",),
-        allow=allow,
+        allow=_ALLOW,
         max_calls=100000,
     )
     b = Broker(grant)
     b._client.send = _explode  # type: ignore[method-assign]
-    reply = b(m, path, None)
-    if first_match(allow, m, path) is None:
+    return b
+
+
+@settings(max_examples=200, deadline=None)
+@given(m=any_method, path=target)
+def test_the_broker_never_sends_what_the_rules_refuse(m: str, path: str) -> None:
+    """A refused target gets a 403 without the HTTP client being touched."""
+    reply = _broker()(m, path, None)
+    if first_match(_ALLOW, m, path) is None:
         assert reply.status == 403
     else:
         assert reply.status == 502  # it was sent (to the exploding client)
