@@ -183,6 +183,11 @@ def test_bench_runs_per_second_on_threads():
         return threads * per_thread / (time.perf_counter() - t0)
 
     one, two = rate(1), rate(2)
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(
+        f"\nload average before: {load} (other processes on the box skew the thread numbers)",
+        end="",
+    )
     print(
         f"\nruns/s, fresh-run workload: 1 thread {one:7.0f}/s   2 threads {two:7.0f}/s   speed-up {two / one:.2f}x"
     )

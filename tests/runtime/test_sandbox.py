@@ -31,6 +31,16 @@ def test_print_and_console_log_with_several_args():
     assert (r.exit_code, r.stdout, r.stderr) == (0, "a 1 true\nwasm 42\ne\nw\ni\nd\n", "")
 
 
+def test_number_format_shim_cases_of_the_reference():
+    code = (
+        'const usd = {style: "currency", currency: "USD"};'
+        " print((95000).toLocaleString(), (95000).toLocaleString('en-US', usd),"
+        " (-1234567.5).toLocaleString('en-US', usd),"
+        ' new Intl.NumberFormat("en-US", {style: "currency", currency: "EUR"}).format(1000))'
+    )
+    assert run(code).stdout == "95,000 $95,000.00 -$1,234,567.50 \u20ac1,000.00\n"
+
+
 def test_sync_output_precedes_promise_jobs():
     r = run(
         'Promise.resolve().then(() => print("job")); queueMicrotask(() => print("micro")); print("sync")'
