@@ -16,7 +16,6 @@ corrupt, truncated or incompatible entry is recompiled, never fatal.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import hashlib
 import importlib.metadata
 import json
@@ -29,7 +28,6 @@ from pathlib import Path
 
 import platformdirs
 import wasmtime
-from wasmtime import _ffi as ffi
 
 from runtime import wasi, wasm_patch
 
@@ -285,16 +283,11 @@ def get_engine() -> QjsEngine:
     return _ENGINE
 
 
-def context_address(context: ctypes._Pointer) -> int:
-    return ctypes.cast(context, ctypes.c_void_p).value or 0
-
-
 __all__ = [
     "WASM_SHA256",
     "EngineError",
     "QjsEngine",
     "cache_path",
-    "ffi",
     "get_engine",
     "load_module",
     "verify_wasm",

@@ -170,7 +170,7 @@ class Vm:
         func = ffi.wasmtime_func_t()
         ty = wasi.functype(params, results)
         ffi.wasmtime_func_new_unchecked(
-            self.context, ty.ptr(), callback, None, wasi._NO_FINALIZER, ctypes.byref(func)
+            self.context, ty.ptr(), callback, None, wasi.NO_FINALIZER, ctypes.byref(func)
         )
         init = ffi.wasmtime_val_t()
         init.kind = ffi.WASMTIME_FUNCREF.value

@@ -13,6 +13,11 @@ call, and the handler can read the run's deadline through `host_call_deadline()`
 linear memory by the Store limiter, output by the capped WASI writer, the number of
 host calls by a counter, and recursion depth by QuickJS's own stack check, re-enabled on
 a relocated stack (see runtime/wasm_patch.py) so it ends in a catchable RangeError.
+
+`max_host_calls` counts envelopes that reach the handler; refusals decided here (413,
+400, 503) do not spend it, and a call beyond it answers 429 without reaching the
+handler. Runs are independent and may execute in parallel threads; wasm runs on the
+calling thread's stack, so such a thread needs a few MiB of stack (the default is 8).
 """
 
 from __future__ import annotations

@@ -330,7 +330,7 @@ IMPORTS: dict[str, tuple[tuple[str, ...], tuple[str, ...], Callable]] = {
 _VALTYPES = {I32: wasmtime.ValType.i32, I64: wasmtime.ValType.i64}
 # ctypes callback objects must outlive every Store that may call them: keep them here.
 _CALLBACKS: list[object] = []
-_NO_FINALIZER = ctypes.cast(0, ctypes.CFUNCTYPE(None, ctypes.c_void_p))
+NO_FINALIZER = ctypes.cast(0, ctypes.CFUNCTYPE(None, ctypes.c_void_p))
 
 
 def functype(params: tuple[str, ...], results: tuple[str, ...]) -> wasmtime.FuncType:
@@ -354,7 +354,7 @@ def define_imports(linker: wasmtime.Linker) -> None:
             ty.ptr(),
             cb,
             None,
-            _NO_FINALIZER,
+            NO_FINALIZER,
         )
         if err:
             raise wasmtime.WasmtimeError._from_ptr(err)
