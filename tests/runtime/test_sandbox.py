@@ -65,6 +65,13 @@ def test_uncaught_error_exits_1_with_error_on_stderr():
     assert r.exit_code == 1 and r.stderr.startswith("Error: boom\n") and r.stdout == ""
 
 
+def test_syntax_error_and_thrown_string_exit_1_and_skip_the_rest():
+    r = run('print("never"); let = ;')
+    assert (r.exit_code, r.stdout) == (1, "") and r.stderr.startswith("SyntaxError")
+    r = run('print("first"); throw "plain string"; print("never")')
+    assert (r.exit_code, r.stdout) == (1, "first\n") and r.stderr.startswith("plain string")
+
+
 def test_unhandled_rejection_exits_1_but_handled_later_does_not():
     r = run('Promise.reject(new Error("rej"))')
     assert r.exit_code == 1 and "Possibly unhandled promise rejection: Error: rej" in r.stderr
