@@ -12,10 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runtime.session import run_profile
-
 from examples.memory_grant.fake import FakeAgentMemory, RecordedRequest
 from runtime import grants as grants_mod
+from runtime.session import run_profile
 
 HERE = Path(__file__).resolve().parent
 GRANTS = HERE / "grants.json"
