@@ -26,6 +26,7 @@ JS_EXCEPTION = TAG_EXCEPTION << 32
 JS_EVAL_TYPE_MODULE = 1 << 0
 JS_EVAL_FLAG_COMPILE_ONLY = 1 << 5
 JS_CFUNC_GENERIC = 0
+JS_PROP_C_W_E = 1 | 2 | 4  # configurable, writable, enumerable
 
 #: JSRuntime field offsets are found at run time (see `install_stack_limit`), but only in
 #: this window, so a different layout fails closed instead of poking a random word.

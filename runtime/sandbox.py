@@ -153,13 +153,16 @@ def _throw(vm: qjs_vm.Vm, ctx: int, kind: str, message: str) -> int:
 
 
 def _reply_object(vm: qjs_vm.Vm, ctx: int, status: int, body: bytes) -> int:
+    """A plain `{status, body}`; properties are defined, not assigned, so a setter the
+    guest put on Object.prototype can neither intercept nor hide them."""
     obj = vm.call("JS_NewObject", ctx)
     if qjs_vm.tag_of(obj) == qjs_vm.TAG_EXCEPTION:
         return obj
     keys = vm.alloc(b"status\0body", nul=True)
     try:
-        vm.call("JS_SetPropertyStr", ctx, obj, keys, qjs_vm.js_int(status))
-        vm.call("JS_SetPropertyStr", ctx, obj, keys + 7, vm.new_string(ctx, body))
+        define = "JS_DefinePropertyValueStr"
+        vm.call(define, ctx, obj, keys, qjs_vm.js_int(status), qjs_vm.JS_PROP_C_W_E)
+        vm.call(define, ctx, obj, keys + 7, vm.new_string(ctx, body), qjs_vm.JS_PROP_C_W_E)
     finally:
         vm.free(keys)
     return obj

@@ -59,6 +59,19 @@ def test_raw_call_refusals_without_a_handler(envelope_js, status, body):
     assert json.loads(r.stdout) == {"status": status, "body": body}
 
 
+def test_reply_properties_cannot_be_intercepted_by_prototype_setters():
+    code = (
+        "for (const k of ['status', 'body']) Object.defineProperty(Object.prototype, k,"
+        " {set(v) { print('hijacked ' + k) }, configurable: true});"
+        + raw_call('JSON.stringify({method: "GET", path: "/a"})')
+    )
+    r = run(code)
+    assert (r.exit_code, r.stdout) == (
+        0,
+        '{"status":503,"body":"host api broker unavailable\\n"}\n',
+    )
+
+
 def test_missing_argument_is_a_type_error():
     r = run('try { __coderunner_host_call() } catch (e) { print(e.name + ": " + e.message) }')
     assert r.stdout == "TypeError: host api request envelope is required\n"
