@@ -109,14 +109,18 @@ def run(
 
     # Imported here so a refusal above never pays for loading the WebAssembly engine.
     from runtime import sandbox
+    from runtime.engine import EngineError
     from runtime.session import run_with_grant
 
-    outcome = run_with_grant(
-        code,
-        profile,
-        limits=sandbox.Limits(timeout_s=timeout_s, memory_mb=memory_mb),
-        trace_id=trace_id,
-    )
+    try:
+        outcome = run_with_grant(
+            code,
+            profile,
+            limits=sandbox.Limits(timeout_s=timeout_s, memory_mb=memory_mb),
+            trace_id=trace_id,
+        )
+    except EngineError as e:  # a missing or tampered engine: refuse, never a traceback
+        _refuse(str(e))
     result = outcome.result
     if as_json:
         record = {
