@@ -321,3 +321,31 @@ def test_a_selected_path_item_that_is_a_broken_ref_is_refused() -> None:
         match='path "/broken" refers to "#/components/pathItems/Missing", which does not resolve',
     ):
         extract(raw, sha256=pin, path_prefixes=["/broken"], tags=[], source_name="w.json")
+
+
+def test_the_extract_command_writes_the_cut_or_refuses_in_one_line(tmp_path: Any) -> None:
+    from click.testing import CliRunner
+
+    from specgen.cli import cli
+
+    raw, pin = pinned(whole_document())
+    whole = tmp_path / "whole.json"
+    whole.write_bytes(raw)
+    out = tmp_path / "cut.json"
+    args = ["extract", str(whole), "--sha256", pin, "--tag", "dns", "-o", str(out)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert out.read_bytes() == extract(
+        raw, sha256=pin, path_prefixes=[], tags=["dns"], source_name="x"
+    )
+
+    out.unlink()
+    wrong = "0" * 64
+    result = CliRunner().invoke(
+        cli, ["extract", str(whole), "--sha256", wrong, "--tag", "dns", "-o", str(out)]
+    )
+    assert result.exit_code == 1
+    assert result.stderr.splitlines() == [
+        f"specgen: {whole} has SHA-256 {pin}, not the pinned {wrong}; refusing to cut from any other file"
+    ]
+    assert not out.exists()

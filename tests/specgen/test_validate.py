@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -361,3 +362,25 @@ def test_data_json_cannot_hold_is_one_error_not_a_crash() -> None:
     line = structural_error_line("o.json", doc)
     assert line is not None and "the document holds data JSON cannot represent" in line
     assert full_report(doc, "o.json")[0].startswith("specgen: o.json: the document holds data JSON")
+
+
+def test_the_validate_command_lists_the_report_and_exits_1(tmp_path: Any) -> None:
+    from click.testing import CliRunner
+
+    from specgen.cli import cli
+
+    clean = tmp_path / "clean.json"
+    clean.write_text(json.dumps(minimal()))
+    result = CliRunner().invoke(cli, ["validate", str(clean)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ""
+
+    doc = minimal()
+    doc["components"]["schemas"]["Pet"]["properties"]["age"]["default"] = "old"
+    del doc["info"]["version"]
+    dirty = tmp_path / "dirty.json"
+    dirty.write_text(json.dumps(doc))
+    result = CliRunner().invoke(cli, ["validate", str(dirty)])
+    assert result.exit_code == 1
+    assert result.stdout.splitlines() == full_report(doc, str(dirty))
+    assert len(result.stdout.splitlines()) == 2
