@@ -49,7 +49,9 @@ def compare(result: Result, outdir: Path) -> dict[str, str]:
             (have or "").splitlines(keepends=True),
             (want or "").splitlines(keepends=True),
             fromfile=f"{path} (committed)" if have is not None else f"{path} (missing)",
-            tofile=f"{path} (from the document)" if want is not None else f"{path} (should not exist)",
+            tofile=f"{path} (from the document)"
+            if want is not None
+            else f"{path} (should not exist)",
         )
         stale[name] = "".join(line if line.endswith("\n") else line + "\n" for line in diff)
     return stale
