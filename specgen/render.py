@@ -22,8 +22,12 @@ FILES = ("allow.json", "description.txt", "health_check.txt", "preamble.js")
 
 
 @cache
-def environment() -> jinja2.Environment:
-    """One shared environment: strict about undefined names, never HTML-autoescaping."""
+def environment(html: bool = False) -> jinja2.Environment:
+    """A shared environment: strict about undefined names; HTML-escaping only for pages.
+
+    Generated code and JSON must never be HTML-escaped (their escaping is the `js`
+    filter's job), while a page must escape everything it did not write itself.
+    """
     dirs = [str(d) for d in TEMPLATE_DIRS if d.is_dir()]
     if not dirs:
         raise RuntimeError("specgen templates are missing from this installation")
@@ -33,7 +37,7 @@ def environment() -> jinja2.Environment:
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
-        autoescape=False,
+        autoescape=html,
     )
     env.filters["js"] = js_string
     env.filters["goquote"] = go_quote

@@ -13,6 +13,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from specgen.quoting import go_quote
+
 #: The verbs a grant can enforce. HEAD/OPTIONS/TRACE are deliberately absent.
 METHODS: tuple[str, ...] = ("GET", "PUT", "POST", "DELETE", "PATCH")
 
@@ -25,6 +27,12 @@ _WIRE_SAFE = frozenset(
 # What a `*` may stand for: one segment of RFC 3986 unreserved characters only, so a
 # wildcard can never smuggle in `:verb`, `;params` or `$batch`-style suffixes.
 _UNRESERVED_SEGMENT = re.compile(r"[A-Za-z0-9\-._~]+\Z")
+
+# The separators Go's strings.Fields splits on (unicode.IsSpace). Python's str.split()
+# also splits on the C0 separators U+001C-U+001F, which would let "GET\x1f/a" load as a
+# route; a grant line with a control character in it must be refused instead.
+_GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+_FIELD_SEPARATOR = re.compile(f"[{re.escape(_GO_SPACE)}]+")
 
 ERR_ABSOLUTE = "path must be absolute"
 ERR_RAW = "path contains a backslash, control character, query, or fragment"
@@ -146,12 +154,12 @@ def parse_route_line(line: str, what: str = "allow entry") -> Route:
     Only the line's shape is checked here; callers then apply `route_error` so the
     message says which rule the pattern broke.
     """
-    fields = line.split()
+    fields = _FIELD_SEPARATOR.split(line.strip(_GO_SPACE))
     if len(fields) != 2:
-        raise RouteError(f'{what} "{line}" must be "METHOD /path"')
+        raise RouteError(f'{what} {go_quote(line)} must be "METHOD /path"')
     method, path = fields
     if not path.startswith("/"):
-        raise RouteError(f'{what} "{line}": path must be absolute')
+        raise RouteError(f"{what} {go_quote(line)}: path must be absolute")
     return Route(path=path, method=method.upper())
 
 

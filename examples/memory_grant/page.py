@@ -8,16 +8,14 @@ a failing build instead of a page that quietly keeps making an old claim.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
-import jinja2
 import orjson
 
 from examples.memory_grant.claims import key_leaks, printed_lines
 from examples.memory_grant.runner import HERE, ExampleResult, RunRecord
 from specgen.build import Result as SpecResult
-from specgen.render import TEMPLATE_DIRS
+from specgen.render import environment
 
 PREFIX = "/client/v4"
 TABLE_PREFIX = "/client/v4/accounts/"
@@ -102,24 +100,6 @@ def key_sightings(result: ExampleResult) -> int:
     return hits
 
 
-def _short(path: str) -> str:
-    return path.removeprefix(TABLE_PREFIX)
-
-
-@cache
-def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader([str(d) for d in TEMPLATE_DIRS if d.is_dir()]),
-        undefined=jinja2.StrictUndefined,
-        autoescape=True,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters["short"] = _short
-    return env
-
-
 def _provenance() -> dict[str, Any]:
     text = (HERE / "PROVENANCE.md").read_text(encoding="utf-8")
     verbatim = rebuilt = 0
@@ -164,7 +144,7 @@ def render_page(result: ExampleResult, spec: SpecResult) -> str:
     sent = first.rows[0].bytes_sent if first.rows else 0
     id_route = first.rows[2].route.rsplit("/", 1)[-1] if len(first.rows) > 2 else ""
     return (
-        _environment()
+        environment(html=True)
         .get_template("memory_grant/index.html.j2")
         .render(
             figures=figures(result, spec),

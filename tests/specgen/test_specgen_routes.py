@@ -307,3 +307,14 @@ def test_routes_sort_by_path_then_method_and_print_as_lines() -> None:
         "GET /a/b",
         "GET /b",
     ]
+
+
+@pytest.mark.parametrize("line", ["GET\x1f/a", "GET\x1c/a", "GET/a"])
+def test_a_route_line_split_only_by_what_go_calls_space_is_refused(line: str) -> None:
+    # Python's str.split() would split on U+001C-U+001F and load "GET\x1f/a" as GET /a.
+    with pytest.raises(RouteError, match='must be "METHOD /path"'):
+        parse_route_line(line)
+
+
+def test_a_route_line_split_by_unicode_space_parses_like_go() -> None:
+    assert str(parse_route_line("get\u3000/a")) == "GET /a"
