@@ -9,18 +9,23 @@ except the approved path and the body bytes: fixed headers, the operator's origi
 
 The key is revealed in exactly one place, `_headers`, after approval. No reply to the
 guest, trace row or error text is derived from it, and no exception text from the HTTP
-stack (which could name the URL) is ever shown to the guest.
+stack (which could name the URL) is ever shown to the guest. An upstream reply that
+carries the key back verbatim (an echo endpoint, a debug page reflecting the
+Authorization header) is not delivered: the guest gets 502 instead.
 """
 
 from __future__ import annotations
 
 import contextlib
+import http.cookiejar
+import json
 import threading
 import time
 from dataclasses import dataclass
 
 import httpx
 
+from runtime.deadline_transport import DeadlineTransport, call_deadline
 from runtime.grants import Profile
 from runtime.hostapi import HostReply
 from runtime.trace import CallTrace, TraceSnapshot
@@ -76,6 +81,16 @@ class _Fault(Exception):
         self.status = status
 
 
+class _NoCookies(http.cookiejar.CookieJar):
+    """A jar that keeps nothing: no upstream Set-Cookie ever goes back as a Cookie."""
+
+    def set_cookie(self, cookie: http.cookiejar.Cookie) -> None:
+        pass
+
+    def extract_cookies(self, response: object, request: object) -> None:
+        pass
+
+
 class Broker:
     """One run's session: a fresh HTTP client, budget, slots and trace.
 
@@ -105,12 +120,15 @@ class Broker:
         self.trace = CallTrace()
         # Fresh per session: no connection, cookie or header outlives the run.
         # trust_env=False ignores HTTP(S)_PROXY/NETRC; redirects are returned, not followed,
-        # so the Authorization header can never be replayed to a Location's origin.
+        # so the Authorization header can never be replayed to a Location's origin; the
+        # jar keeps no cookie, so no header but ours is sent; the default transport ends
+        # every socket operation at the call's deadline (runtime/deadline_transport.py).
         self._client = httpx.Client(
             trust_env=False,
             follow_redirects=False,
             timeout=httpx.Timeout(upstream_timeout_s),
-            transport=transport,
+            transport=transport if transport is not None else DeadlineTransport(),
+            cookies=_NoCookies(),
         )
         # httpx adds its own defaults (Accept: */*, compression, a User-Agent); the
         # request carries only the headers this module sets.
@@ -178,6 +196,16 @@ class Broker:
                 latency_s=time.monotonic() - started,
             )
             return refusal(502, MSG_UPSTREAM)
+        if self._reflects_key(up.body):
+            self.trace.record(
+                route,
+                status=up.status,
+                delivered=False,
+                bytes_sent=len(payload),
+                bytes_back=0,
+                latency_s=time.monotonic() - started,
+            )
+            return refusal(502, MSG_UPSTREAM)
         self.trace.record(
             route,
             status=up.status,
@@ -236,10 +264,24 @@ class Broker:
             headers.append(("Authorization", "Bearer " + token.reveal()))
         return headers
 
+    def _reflects_key(self, body: bytes) -> bool:
+        """Does the reply hold the key as sent, or as a JSON string would escape it?"""
+        token = self._profile.token
+        if token is None:
+            return False
+        key = token.reveal()
+        escaped = json.dumps(key)[1:-1]
+        forms = {key, escaped, escaped.replace("/", "\\/")}
+        return any(form.encode("utf-8") in body for form in forms)
+
     # -- the upstream call ------------------------------------------------------------
 
     def _send(self, request: httpx.Request) -> _Upstream:
         limit = time.monotonic() + self._call_timeout()
+        with call_deadline(limit):
+            return self._exchange(request, limit)
+
+    def _exchange(self, request: httpx.Request, limit: float) -> _Upstream:
         try:
             response = self._client.send(request, stream=True)
         except Exception:

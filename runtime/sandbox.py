@@ -47,6 +47,12 @@ TEXT_BROKER_UNAVAILABLE = "host api broker unavailable\n"
 TEXT_BUDGET_EXHAUSTED = "host api call budget for this run is exhausted\n"
 TEXT_ENVELOPE_REQUIRED = "host api request envelope is required"
 TEXT_INVALID_RESPONSE = "host api bridge returned an invalid response"
+TEXT_NESTED = "host api calls nested too deeply"
+#: Host calls that may be under way at once in one run. Only reading the envelope runs
+#: guest code inside a host call (its toString), and that code may call the host again;
+#: each level stacks Python, ctypes and wasmtime frames on the thread's native stack, so
+#: unbounded nesting ended in a RecursionError escaping run() or a segfault.
+MAX_HOST_CALL_NESTING = 8
 REJECTION_PREFIX = b"Possibly unhandled promise rejection: "
 
 _DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
@@ -115,6 +121,7 @@ class _Bridge:
         self.calls_left = limits.max_host_calls
         self.deadline = deadline
         self.vm: qjs_vm.Vm | None = None
+        self.depth = 0
         self.rejections: dict[int, tuple[int, int]] = {}
 
     def answer(self, raw: bytes) -> tuple[int, bytes]:
@@ -177,8 +184,15 @@ def _host_call(state: wasi.WasiState, context, vals) -> None:
     if argc < 1:
         vals[0].i64 = qjs_vm.s64(_throw(vm, ctx, "Type", TEXT_ENVELOPE_REQUIRED))
         return
+    if bridge.depth >= MAX_HOST_CALL_NESTING:
+        vals[0].i64 = qjs_vm.s64(_throw(vm, ctx, "Range", TEXT_NESTED))
+        return
     (arg,) = struct.unpack("<q", vm.read(argv, 8))
-    raw = vm.to_bytes(ctx, arg, limit=envelope_mod.MAX_ENVELOPE_BYTES)
+    bridge.depth += 1
+    try:
+        raw = vm.to_bytes(ctx, arg, limit=envelope_mod.MAX_ENVELOPE_BYTES)
+    finally:
+        bridge.depth -= 1
     if raw is None:  # ToString threw: let that exception propagate to the guest
         vals[0].i64 = qjs_vm.s64(qjs_vm.JS_EXCEPTION)
         return

@@ -257,7 +257,12 @@ def _fd_write(state, context, vals) -> int:
     total = 0
     for ptr, length in _iovecs(state, context, _u32(vals, 1), _u32(vals, 2)):
         if length:
-            state.emit(fd, state.read(context, ptr, length))
+            # Copy only what the cap keeps (plus one byte, so emit() flags the rest): a
+            # guest writing its whole memory must not make the host copy gigabytes.
+            if (ptr + length) > state._base(context)[1]:
+                raise GuestMemoryError("write outside linear memory")
+            room = max(0, state.cap - len(state.out[fd]))
+            state.emit(fd, state.read(context, ptr, min(length, room + 1)))
             total += length
     # Report everything as written even past the cap, so the guest never retries.
     state.write(context, _u32(vals, 3), struct.pack("<I", total & 0xFFFFFFFF))

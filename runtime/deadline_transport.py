@@ -1,0 +1,143 @@
+"""The broker's HTTP transport: every socket operation of a call ends at the call's deadline.
+
+Why not httpx's own timeouts: they bound each socket operation, not the call. An API that
+drips its status line and headers one byte at a time, each byte just inside the read
+timeout, keeps one call (and with it the guest, which is blocked in the host call)
+running for hours; epoch interruption cannot preempt Python code. Here every connect,
+read, write and TLS handshake is given at most the time left until the deadline the
+broker set for the call in progress (`call_deadline`), and one started after it is a
+timeout, so a call can never outlive its deadline by more than one socket operation
+that has already been clamped to the time left.
+
+The transport is httpcore's connection pool on its own sync backend, wrapped; it reads
+no environment (no proxies, no SSL_CERT_FILE), like the rest of the broker.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import time
+from collections.abc import Iterable, Iterator
+
+import httpcore
+import httpx
+
+_CALL_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "plimsoll_upstream_call_deadline", default=None
+)
+
+
+@contextlib.contextmanager
+def call_deadline(deadline: float) -> Iterator[None]:
+    """Bound every socket operation in this block (this thread) by `deadline` (monotonic)."""
+    token = _CALL_DEADLINE.set(deadline)
+    try:
+        yield
+    finally:
+        _CALL_DEADLINE.reset(token)
+
+
+def _clamp(timeout: float | None, late: type[Exception]) -> float | None:
+    deadline = _CALL_DEADLINE.get()
+    if deadline is None:
+        return timeout
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise late("the upstream call's deadline has passed")
+    return left if timeout is None else min(timeout, left)
+
+
+class _Stream(httpcore.NetworkStream):
+    def __init__(self, inner: httpcore.NetworkStream) -> None:
+        self._inner = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, _clamp(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, _clamp(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(self, ssl_context, server_hostname=None, timeout=None) -> httpcore.NetworkStream:  # type: ignore[no-untyped-def]
+        inner = self._inner.start_tls(
+            ssl_context, server_hostname, _clamp(timeout, httpcore.ConnectTimeout)
+        )
+        return _Stream(inner)
+
+    def get_extra_info(self, info: str) -> object:
+        return self._inner.get_extra_info(info)
+
+
+class _Backend(httpcore.NetworkBackend):
+    def __init__(self) -> None:
+        self._inner = httpcore.SyncBackend()
+
+    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):  # type: ignore[no-untyped-def]
+        stream = self._inner.connect_tcp(
+            host, port, _clamp(timeout, httpcore.ConnectTimeout), local_address, socket_options
+        )
+        return _Stream(stream)
+
+    def connect_unix_socket(self, path, timeout=None, socket_options=None):  # type: ignore[no-untyped-def]
+        raise httpcore.ConnectError("the broker never connects to a unix socket")
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+class _Body(httpx.SyncByteStream):
+    def __init__(self, stream: Iterable[bytes]) -> None:
+        self._stream = stream
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield from self._stream
+
+    def close(self) -> None:
+        close = getattr(self._stream, "close", None)
+        if close is not None:
+            close()
+
+
+class DeadlineTransport(httpx.BaseTransport):
+    """HTTP/1.1 to the grant's origin, each socket operation clamped to `call_deadline`."""
+
+    def __init__(self) -> None:
+        self._pool = httpcore.ConnectionPool(
+            ssl_context=httpx.create_ssl_context(trust_env=False),
+            http1=True,
+            http2=False,
+            retries=0,
+            network_backend=_Backend(),
+        )
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        assert isinstance(request.stream, httpx.SyncByteStream)
+        core = httpcore.Request(
+            method=request.method,
+            url=httpcore.URL(
+                scheme=request.url.raw_scheme,
+                host=request.url.raw_host,
+                port=request.url.port,
+                target=request.url.raw_path,
+            ),
+            headers=request.headers.raw,
+            content=request.stream,
+            extensions=request.extensions,
+        )
+        resp = self._pool.handle_request(core)
+        assert isinstance(resp.stream, Iterable)
+        return httpx.Response(
+            status_code=resp.status,
+            headers=resp.headers,
+            stream=_Body(resp.stream),
+            extensions=resp.extensions,
+        )
+
+    def close(self) -> None:
+        self._pool.close()
+
+
+__all__ = ["DeadlineTransport", "call_deadline"]
