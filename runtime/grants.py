@@ -449,7 +449,7 @@ def base_url_error(url: str) -> str | None:
         _ = parts.port
     except ValueError:
         return f"host-api grant: BaseURL {_quote(url)} is not a valid URL with a host"
-    if not parts.hostname:
+    if not parts.hostname or not _same_origin_for_httpx(url, parts.hostname, parts.port):
         return f"host-api grant: BaseURL {_quote(url)} is not a valid URL with a host"
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https"):
@@ -468,6 +468,25 @@ def base_url_error(url: str) -> str | None:
             "host-api grant: BaseURL must be an origin only (scheme and host, with optional port)"
         )
     return None
+
+
+def _same_origin_for_httpx(url: str, hostname: str, port: int | None) -> bool:
+    """Does httpx, which the broker sends with, read the same host and port as urlsplit,
+    which the rules above were checked on? A URL the two parse differently (or httpx
+    cannot parse at all, e.g. a bad IDNA label) is refused here, not when a run starts."""
+    import httpx  # the broker's HTTP stack; imported here to keep grant loading light
+
+    try:
+        parsed = httpx.URL(url)
+        _ = parsed.host  # decodes IDNA labels: a bad one raises here
+        raw_host = parsed.raw_host.decode("ascii").lower()
+        parsed_port = parsed.port
+    except Exception:
+        return False
+    if hostname.isascii() and raw_host != hostname.lower():
+        return False  # a non-ASCII name is IDNA-encoded by httpx; loopback names are ASCII
+    default = {"http": 80, "https": 443}.get(parsed.scheme)
+    return (parsed_port or default) == (port or default)
 
 
 def _is_loopback(host: str) -> bool:

@@ -431,3 +431,37 @@ print(mine, JSON.stringify(got), refused, execArgv[2].indexOf("/v1/" + other + "
     by_path = {(s.path, s.headers["authorization"]) for s in api.requests}
     assert by_path == {("/v1/a/1", f"Bearer {keys['a']}"), ("/v1/b/1", f"Bearer {keys['b']}")}
     assert len(api.requests) == 12
+
+
+# ---- operator input the HTTP stack reads differently ----------------------------------
+
+
+@pytest.mark.parametrize("url", ["https://xn--zz.com", "http://[::1]]"])
+def test_a_base_url_httpx_cannot_parse_is_refused_at_load_not_at_run(tmp_path, url):
+    """Found: the base_url rules were checked with urlsplit only, so a URL httpx refuses
+    (a bad IDNA label, a stray bracket) loaded, and the run then died in Broker() with a
+    traceback. Now it is a one-line refusal, in the file and as --base-url."""
+    from runtime.grants import GrantsError, load
+
+    with pytest.raises(GrantsError, match=r"^--base-url: .* is not a valid URL with a host$"):
+        grant("http://127.0.0.1:1").with_base_url(url)
+    path = tmp_path / "grants.json"
+    path.write_text(
+        '{"profiles": {"p": {"base_url": "' + url + '", "allowed_callers": ["*"],'
+        ' "allow": ["GET /v1/items/*"]}}}'
+    )
+    with pytest.raises(GrantsError, match=r'^grants: profile "p": host-api grant: BaseURL '):
+        load(path, environ={})
+
+
+def test_loopback_and_idna_origins_still_load():
+    from runtime.grants import base_url_error
+
+    for url in (
+        "http://127.0.0.1:8080",
+        "http://[::1]:8080",
+        "http://localhost",
+        "https://xn--bcher-kva.example",
+        "https://API.example.com:443",
+    ):
+        assert base_url_error(url) is None, url
