@@ -54,6 +54,11 @@ TEXT_NESTED = "host api calls nested too deeply"
 #: unbounded nesting ended in a RecursionError escaping run() or a segfault.
 MAX_HOST_CALL_NESTING = 8
 REJECTION_PREFIX = b"Possibly unhandled promise rejection: "
+#: Unhandled rejections whose promise and reason the host keeps for the end-of-run report.
+#: Each costs host memory outside the guest's limit, so beyond this many only a count is
+#: kept (a guest rejecting millions of promises grew the host by hundreds of MiB).
+MAX_TRACKED_REJECTIONS = 1000
+TEXT_UNTRACKED_REJECTION = b"(one of more than 1000 pending rejections; its reason was not kept)\n"
 
 _DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
     "plimsoll_host_call_deadline", default=None
@@ -123,6 +128,7 @@ class _Bridge:
         self.vm: qjs_vm.Vm | None = None
         self.depth = 0
         self.rejections: dict[int, tuple[int, int]] = {}
+        self.untracked_rejections = 0
 
     def answer(self, raw: bytes) -> tuple[int, bytes]:
         """Status and body for one envelope; never raises for guest-controlled input."""
@@ -215,7 +221,13 @@ def _rejection_tracker(state: wasi.WasiState, context, vals) -> None:
         if held is not None:
             vm.call("JS_FreeValue", ctx, held[0])
             vm.call("JS_FreeValue", ctx, held[1])
-    elif key not in bridge.rejections:
+        elif bridge.untracked_rejections:
+            bridge.untracked_rejections -= 1  # only untracked ones are reported handled
+    elif key in bridge.rejections:
+        pass
+    elif len(bridge.rejections) >= MAX_TRACKED_REJECTIONS:
+        bridge.untracked_rejections += 1
+    else:
         bridge.rejections[key] = (
             vm.call("JS_DupValue", ctx, promise),
             vm.call("JS_DupValue", ctx, reason),
@@ -325,6 +337,9 @@ def _run_module(vm: qjs_vm.Vm, bridge: _Bridge, ctx: int, src_ptr: int, src_len:
             vm.call("JS_Throw", ctx, reason)
             vm.call("js_std_dump_error", ctx)
             break  # like qjs: the first unhandled rejection ends the run
+        raise _Exit(EXIT_ERROR)
+    if bridge.untracked_rejections:
+        state.emit(2, REJECTION_PREFIX + TEXT_UNTRACKED_REJECTION)
         raise _Exit(EXIT_ERROR)
 
 

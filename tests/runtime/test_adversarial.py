@@ -465,3 +465,48 @@ def test_loopback_and_idna_origins_still_load():
         "https://API.example.com:443",
     ):
         assert base_url_error(url) is None, url
+
+
+# ---- hostile guest: host memory outside the guest's limit ------------------------------
+
+
+def _bridges(monkeypatch) -> list:
+    from runtime import sandbox
+
+    made: list = []
+
+    class Spy(sandbox._Bridge):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(sandbox, "_Bridge", Spy)
+    return made
+
+
+REJECT = "var ps = []; for (var i = 0; i < 5000; i++) ps.push(Promise.reject(i));\n"
+
+
+def test_unhandled_rejections_cost_the_host_a_bounded_amount(monkeypatch):
+    """Found: every unhandled rejection was kept in a host-side dict; 3 million of them
+    grew the host process by ~350 MiB, outside the guest's memory limit. Now at most
+    1000 are kept with their reason, the rest are counted."""
+    bridges = _bridges(monkeypatch)
+    r = run(REJECT)
+    assert (r.exit_code, r.stderr) == (1, "Possibly unhandled promise rejection: 0\n")
+    assert len(bridges[0].rejections) <= 1000
+
+
+@pytest.mark.parametrize(
+    ("handle", "exit_code", "stderr"),
+    [
+        ("ps", 0, ""),
+        ("ps.slice(0, 1000)", 1, "(one of more than 1000 pending rejections"),
+        ("ps.slice(1000)", 1, "Possibly unhandled promise rejection: 0\n"),
+        ("ps.slice(1)", 1, "Possibly unhandled promise rejection: 0\n"),
+    ],
+)
+def test_rejections_handled_later_are_still_forgiven_past_the_cap(handle, exit_code, stderr):
+    r = run(REJECT + f"{handle}.forEach(function (p) {{ p.catch(function () {{}}); }});")
+    assert r.exit_code == exit_code
+    assert stderr in r.stderr if stderr else r.stderr == ""
