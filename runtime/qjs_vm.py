@@ -80,9 +80,12 @@ class Vm:
         err = ffi.wasmtime_instance_pre_instantiate(
             eng.pre.ptr(), self.context, ctypes.byref(instance), ctypes.byref(trap)
         )
-        if err:
-            raise wasmtime.WasmtimeError._from_ptr(err)
-        if trap:
+        if err or trap:
+            # No Vm exists for run() to close: drop the registration here, or the state
+            # would outlive the Store in the registry.
+            wasi.unregister(self.context)
+            if err:
+                raise wasmtime.WasmtimeError._from_ptr(err)
             raise wasmtime.Trap._from_ptr(trap)
         self.instance = instance
         state.memory = self._extern("memory").of.memory

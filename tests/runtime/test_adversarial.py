@@ -510,3 +510,13 @@ def test_rejections_handled_later_are_still_forgiven_past_the_cap(handle, exit_c
     r = run(REJECT + f"{handle}.forEach(function (p) {{ p.catch(function () {{}}); }});")
     assert r.exit_code == exit_code
     assert stderr in r.stderr if stderr else r.stderr == ""
+
+
+def test_a_run_that_cannot_start_leaves_nothing_registered():
+    """Found: a Store whose instantiation failed (memory limit below the module's minimum)
+    stayed in the WASI registry with its run's state, one entry per such run."""
+    before = len(wasi._RUNS)
+    r = run("print(1)", limits=Limits(memory_mb=1))
+    assert r.exit_code == 134 and "exceeds memory limits" in r.stderr
+    assert len(wasi._RUNS) == before
+    assert run("print(1)").stdout == "1\n"
