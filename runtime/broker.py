@@ -127,7 +127,7 @@ class Broker:
             trust_env=False,
             follow_redirects=False,
             timeout=httpx.Timeout(upstream_timeout_s),
-            transport=transport if transport is not None else DeadlineTransport(),
+            transport=transport if transport is not None else DeadlineTransport(MAX_IN_FLIGHT),
             cookies=_NoCookies(),
         )
         # httpx adds its own defaults (Accept: */*, compression, a User-Agent); the

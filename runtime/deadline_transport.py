@@ -104,9 +104,10 @@ class _Body(httpx.SyncByteStream):
 class DeadlineTransport(httpx.BaseTransport):
     """HTTP/1.1 to the grant's origin, each socket operation clamped to `call_deadline`."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_connections: int = 16) -> None:
         self._pool = httpcore.ConnectionPool(
             ssl_context=httpx.create_ssl_context(trust_env=False),
+            max_connections=max_connections,
             http1=True,
             http2=False,
             retries=0,
