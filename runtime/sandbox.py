@@ -17,7 +17,9 @@ a relocated stack (see runtime/wasm_patch.py) so it ends in a catchable RangeErr
 `max_host_calls` counts envelopes that reach the handler; refusals decided here (413,
 400, 503) do not spend it, and a call beyond it answers 429 without reaching the
 handler. Runs are independent and may execute in parallel threads; wasm runs on the
-calling thread's stack, so such a thread needs a few MiB of stack (the default is 8).
+calling thread's stack when it has room for it (4 MiB; glibc's default is 8), and on a
+helper thread with a big enough stack otherwise (runtime/thread_stack.py), since guest
+recursion on a smaller stack would crash the whole process.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from typing import Literal
 import wasmtime
 
 from runtime import envelope as envelope_mod
-from runtime import guest, hostapi, qjs_vm, wasi
+from runtime import guest, hostapi, qjs_vm, thread_stack, wasi
 from runtime.engine import EPOCH_TICK_S, JS_STACK_ALLOWANCE, get_engine
 from specgen import routes
 
@@ -365,6 +367,19 @@ def run(
     `memory_probe`, when given, receives a copy of the guest's whole linear memory at the
     end of the run (a test hook for key-confinement checks; costs a copy of the memory).
     """
+    return thread_stack.call_with_enough_stack(
+        lambda: _run(code, grant=grant, handler=handler, limits=limits, memory_probe=memory_probe)
+    )
+
+
+def _run(
+    code: str,
+    *,
+    grant: GuestGrant | None,
+    handler: hostapi.HostHandler | None,
+    limits: Limits,
+    memory_probe: Callable[[bytes], None] | None,
+) -> RunResult:
     limits = limits.normalised()
     eng = get_engine()
     if grant is None:

@@ -520,3 +520,44 @@ def test_a_run_that_cannot_start_leaves_nothing_registered():
     assert r.exit_code == 134 and "exceeds memory limits" in r.stderr
     assert len(wasi._RUNS) == before
     assert run("print(1)").stdout == "1\n"
+
+
+# ---- hostile guest: recursion on a host thread with a small stack ----------------------
+
+SMALL_STACK_PROBE = """
+import sys, threading
+from runtime.sandbox import run
+code = "function f() { f() } try { f() } catch (e) { print(e.name) }"
+threading.stack_size(1 << 20)
+out = []
+worker = threading.Thread(target=lambda: out.append(run(code).stdout))
+worker.start()
+worker.join()
+out.append(run(code).stdout)
+print(repr(out))
+"""
+
+
+def test_deep_recursion_on_a_small_host_stack_does_not_kill_the_process():
+    """Found: wasm runs on the calling thread's stack and may use 2 MiB of it; in a
+    thread started with a 1 MiB stack (or under `ulimit -s 1024`), `function f(){f()}`
+    ran off the real stack and the host process died with SIGSEGV. Now such a run moves
+    to a helper thread with a big stack. Run in a child process so a regression kills
+    the child, not the test session."""
+    import resource
+    import subprocess
+    import sys
+
+    def small_main_stack() -> None:
+        resource.setrlimit(resource.RLIMIT_STACK, (1 << 20, 1 << 20))
+
+    child = subprocess.run(
+        [sys.executable, "-c", SMALL_STACK_PROBE],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=small_main_stack,
+    )
+    assert (child.returncode, child.stdout) == (0, "['RangeError\\n', 'RangeError\\n']\n"), (
+        child.stderr[-500:]
+    )
