@@ -85,7 +85,10 @@ def run(
 ) -> None:
     """Run CODE.js in a fresh sandbox with the profile's client and preamble."""
     try:
-        raw = code_file.read_bytes()
+        # At most one byte past the cap: a device or pipe given as CODE.js must not be
+        # read forever (`specgen run /dev/zero` hung, growing without bound).
+        with code_file.open("rb") as fh:
+            raw = fh.read(_MAX_CODE_BYTES + 1)
     except OSError as e:
         _refuse(f"read {code_file}: {e.strerror or e}")
     if len(raw) > _MAX_CODE_BYTES:

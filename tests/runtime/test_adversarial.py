@@ -561,3 +561,17 @@ def test_deep_recursion_on_a_small_host_stack_does_not_kill_the_process():
     assert (child.returncode, child.stdout) == (0, "['RangeError\\n', 'RangeError\\n']\n"), (
         child.stderr[-500:]
     )
+
+
+def test_specgen_run_reads_a_bounded_amount_of_code(tmp_path):
+    """Found: `specgen run /dev/zero` read forever; now it is the one-line size refusal."""
+    from click.testing import CliRunner
+
+    from runtime.cli import run as run_command
+
+    result = CliRunner().invoke(
+        run_command,
+        ["/dev/zero", "--grants", str(tmp_path / "g.json"), "--profile", "p", "--caller", "c"],
+    )
+    assert result.exit_code == 1
+    assert result.stderr == "specgen: /dev/zero: code is larger than 1048576 bytes\n"
