@@ -43,6 +43,11 @@ def _refuse_constant(name: str) -> object:
 
 
 _DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+# The body is only scanned for its span, never used as a value: numbers are not converted,
+# so a long integer (over Python's 4300-digit int limit) is forwarded, not refused.
+_SPAN_DECODER = json.JSONDecoder(
+    parse_constant=_refuse_constant, parse_int=lambda _: 0, parse_float=lambda _: 0.0
+)
 
 
 def _skip_ws(s: str, i: int) -> int:
@@ -72,7 +77,8 @@ def _scan_object(s: str) -> dict[str, tuple[int, int, object]]:
             if i >= len(s) or s[i] != ":":
                 raise ValueError("expected ':'")
             start = _skip_ws(s, i + 1)
-            value, end = _DECODER.raw_decode(s, start)
+            decoder = _SPAN_DECODER if folded == "body" else _DECODER
+            value, end = decoder.raw_decode(s, start)
             fields[folded] = (start, end, value)
             i = _skip_ws(s, end)
             if i < len(s) and s[i] == ",":
