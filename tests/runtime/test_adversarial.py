@@ -586,3 +586,33 @@ def test_a_body_with_a_long_integer_is_forwarded_byte_for_byte():
     raw = b'{"method":"GET","path":"/a","body":[' + number + b",2.5e999]}"
     assert decode(raw) == Envelope("GET", "/a", b"[" + number + b",2.5e999]")
     assert decode(b'{"method":' + number + b',"path":"/a"}').status == 400  # type: ignore[union-attr]
+
+
+# ---- operator files: held ---------------------------------------------------------------
+
+
+def test_a_preamble_through_a_symlinked_directory_or_a_nested_duplicate_is_refused(tmp_path):
+    """Held: the preamble check resolves every component, not just the file; duplicate
+    keys are refused at any depth, so a second "env" cannot silently pick another key."""
+    import json
+    import os
+
+    from runtime.grants import GrantsError, load
+
+    outside = tmp_path / "outside"
+    inside = tmp_path / "grants"
+    outside.mkdir()
+    inside.mkdir()
+    (outside / "p.js").write_text("globalThis.x = 1;")
+    os.symlink(outside, inside / "dir")
+    body = {"base_url": "https://api.example", "allowed_callers": ["*"], "allow": ["GET /a"]}
+    path = inside / "grants.json"
+    path.write_text(json.dumps({"profiles": {"p": {**body, "preamble_file": "dir/p.js"}}}))
+    with pytest.raises(GrantsError, match="resolves outside the grants directory"):
+        load(path, environ={})
+    path.write_text(
+        '{"profiles": {"p": {"base_url": "https://api.example", "allowed_callers": ["*"],'
+        ' "allow": ["GET /a"], "token": {"type": "static", "env": "A", "env": "B"}}}}'
+    )
+    with pytest.raises(GrantsError, match='duplicate key "env"'):
+        load(path, environ={"A": "a-key", "B": "b-key"})
