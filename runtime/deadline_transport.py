@@ -10,7 +10,9 @@ timeout, so a call can never outlive its deadline by more than one socket operat
 that has already been clamped to the time left.
 
 The transport is httpcore's connection pool on its own sync backend, wrapped; it reads
-no environment (no proxies, no SSL_CERT_FILE), like the rest of the broker.
+no environment (no proxies, no SSL_CERT_FILE), like the rest of the broker. That includes
+SSLKEYLOGFILE, which Python's ssl module honours by itself: with it set, the TLS secrets
+of every call (and so the Authorization header on the wire) would be written to a file.
 """
 
 from __future__ import annotations
@@ -105,8 +107,10 @@ class DeadlineTransport(httpx.BaseTransport):
     """HTTP/1.1 to the grant's origin, each socket operation clamped to `call_deadline`."""
 
     def __init__(self, max_connections: int = 16) -> None:
+        tls = httpx.create_ssl_context(trust_env=False)
+        tls.keylog_filename = None  # type: ignore[assignment]
         self._pool = httpcore.ConnectionPool(
-            ssl_context=httpx.create_ssl_context(trust_env=False),
+            ssl_context=tls,
             max_connections=max_connections,
             http1=True,
             http2=False,

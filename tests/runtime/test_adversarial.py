@@ -616,3 +616,53 @@ def test_a_preamble_through_a_symlinked_directory_or_a_nested_duplicate_is_refus
     )
     with pytest.raises(GrantsError, match='duplicate key "env"'):
         load(path, environ={"A": "a-key", "B": "b-key"})
+
+
+# ---- environment variables that would move or expose the key ----------------------------
+
+
+def _tls_server(tmp_path):
+    """A TLS server on loopback with a throwaway self-signed certificate (via openssl)."""
+    import shutil
+    import ssl
+    import subprocess
+    from http.server import ThreadingHTTPServer
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to make a test certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
+         "-out", str(cert), "-days", "1", "-subj", "/CN=localhost"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+
+    class Quiet(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.keylog_filename = None  # type: ignore[assignment]  # only the client's log matters
+    tls.load_cert_chain(cert, key)
+    server.socket = tls.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def test_sslkeylogfile_does_not_make_the_broker_write_tls_secrets(tmp_path, monkeypatch):
+    """Found: Python's ssl honours SSLKEYLOGFILE by itself, so with it set in the host's
+    environment every TLS handshake of the broker wrote its secrets to that file, from
+    which a captured call (Authorization header included) could be decrypted. The TLS
+    handshake here fails (untrusted certificate) after its secrets exist."""
+    log = tmp_path / "keys.log"
+    monkeypatch.setenv("SSLKEYLOGFILE", str(log))
+    server = _tls_server(tmp_path)
+    try:
+        profile = grant(f"https://localhost:{server.server_address[1]}")
+        with Broker(profile, deadline=time.monotonic() + 10) as b:
+            assert b("GET", "/v1/items/a", None).status == 502
+    finally:
+        server.shutdown()
+    written = log.read_text() if log.exists() else ""
+    assert "SECRET" not in written
