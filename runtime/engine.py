@@ -131,8 +131,25 @@ def cache_path() -> Path:
     return cache_dir() / f"qjs-{WASM_VERSION}-{cache_key()}.cwasm"
 
 
+def _trusted(path: Path) -> bool:
+    """Is the entry and its folder ours alone? A cache entry is native code the host
+    process will run, and the checksum proves only integrity, not who wrote it: an entry
+    anyone else could have written is ignored (the module is compiled instead)."""
+    uid = os.getuid()
+    try:
+        for st in (path.stat(), path.parent.stat()):
+            if st.st_uid != uid or st.st_mode & 0o022:
+                return False
+    except OSError:
+        return False
+    return True
+
+
 def _read_cached(engine: wasmtime.Engine, path: Path) -> wasmtime.Module | None:
-    """The cached module, or None when it is missing, corrupt or incompatible."""
+    """The cached module, or None when it is missing, corrupt, incompatible or writable
+    by someone else."""
+    if not _trusted(path):
+        return None
     try:
         blob = path.read_bytes()
     except OSError:
@@ -150,7 +167,7 @@ def _write_cached(module: wasmtime.Module, path: Path) -> None:
     """Atomic: a reader sees the old entry, no entry, or the whole new one. Best effort."""
     body = bytes(module.serialize())
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".qjs-", suffix=".tmp", dir=path.parent)
         try:
             with os.fdopen(fd, "wb") as fh:

@@ -62,6 +62,21 @@ def test_cache_entry_is_used_and_bad_entries_are_recompiled(tmp_path, monkeypatc
     assert engine.load_module(eng)[1] == "cache"
 
 
+def test_a_cache_entry_others_could_have_written_is_not_loaded(tmp_path, monkeypatch):
+    monkeypatch.setenv(engine.CACHE_ENV, str(tmp_path / "cache"))
+    eng = engine.make_engine()
+    engine.load_module(eng)
+    path = engine.cache_path()
+    assert engine.load_module(eng)[1] == "cache"
+    path.parent.chmod(0o777)  # a shared folder: anyone could have replaced the entry
+    assert engine.load_module(eng)[1] == "compiled"
+    path.parent.chmod(0o700)
+    path.chmod(0o666)  # a group/world-writable entry in a private folder
+    assert engine.load_module(eng)[1] == "compiled"
+    path.chmod(0o600)
+    assert engine.load_module(eng)[1] == "cache"
+
+
 def test_unwritable_cache_dir_is_not_fatal(tmp_path, monkeypatch):
     blocker = tmp_path / "file"
     blocker.write_text("x")
