@@ -34,7 +34,10 @@ def _expand(url: str, variables: Any) -> str:
 
 def url_path(url: str) -> str:
     """The path part of a server URL; a relative URL is a path itself. No trailing `/`."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # an unclosed "[" or a bad port: not a URL at all
+        raise SpecError(f'specgen: server URL "{url}" is not a URL: {exc}') from None
     path = parts.path if (parts.scheme or parts.netloc) else url.split("?", 1)[0].split("#", 1)[0]
     if path in ("", "."):
         return ""

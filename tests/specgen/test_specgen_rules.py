@@ -980,6 +980,15 @@ def test_server_url_path(url: str, path: str) -> None:
     assert url_path(url) == path
 
 
+@pytest.mark.parametrize("url", ["http://[::1/v1", "https://[api.example.com/v1"])
+def test_a_server_url_urlsplit_rejects_is_a_one_line_refusal(url: str) -> None:
+    with pytest.raises(SpecError) as exc:
+        server_prefix({"servers": [{"url": url}]})
+    assert str(exc.value).startswith(f'specgen: server URL "{url}" is not a URL: ')
+    with pytest.raises(SpecError):
+        server_prefix({}, url)
+
+
 def test_server_prefix_rules() -> None:
     assert server_prefix({}) == ""
     assert server_prefix({"servers": []}) == ""
