@@ -48,6 +48,9 @@ def _fail(message: str) -> None:
 )
 def main(check: bool, whole: str | None) -> None:
     """Run the memory-grant example and write its page."""
+    if check and whole is not None:
+        # --check promises to write nothing, and --extract writes the document.
+        raise click.UsageError("--check and --extract do not go together")
     try:
         if whole is not None:
             _extract(whole)

@@ -191,6 +191,25 @@ def test_extract_refuses_any_file_but_the_pinned_one(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr
 
 
+def test_check_with_extract_is_a_usage_error_that_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from examples.memory_grant import __main__ as cli
+
+    raw = _whole_document()
+    whole = tmp_path / "openapi.json"
+    whole.write_bytes(raw)
+    out = tmp_path / "cut.json"
+    # A whole document that matches the pin and a cut that lands in tmp_path, so that
+    # without the refusal the extract would succeed and write.
+    monkeypatch.setattr(cli._extract, "__defaults__", (out, hashlib.sha256(raw).hexdigest()))
+    result = CliRunner().invoke(cli.main, ["--check", "--extract", str(whole)])
+    assert result.exit_code == 2 and "--check and --extract" in result.output
+    assert not out.exists()
+
+
 def test_extract_cuts_the_agent_memory_paths_from_a_pinned_file(tmp_path: Path) -> None:
     raw = _whole_document()
     whole = tmp_path / "openapi.json"
