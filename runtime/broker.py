@@ -42,7 +42,6 @@ UPSTREAM_TIMEOUT_S = 60.0
 #: How long ending a session waits for calls still in flight (seconds).
 END_GRACE_S = 2.0
 
-MSG_UNAVAILABLE_BROKER = "host api broker unavailable"
 MSG_ENDED = "host api grant has ended"
 MSG_CAPACITY = "host api broker is at capacity"
 MSG_BUDGET = "host api call budget for this run is exhausted"
@@ -57,11 +56,6 @@ _OCTET = "application/octet-stream"
 def refusal(status: int, message: str) -> HostReply:
     """A broker-made reply: fixed text plus newline, never upstream bytes."""
     return HostReply(status=status, body=(message + "\n").encode("ascii"), content_type=_TEXT)
-
-
-def no_broker(method: str, path: str, body: bytes | None) -> HostReply:
-    """The answer for a run without a grant: there is nothing to call."""
-    return refusal(503, MSG_UNAVAILABLE_BROKER)
 
 
 @dataclass(frozen=True)

@@ -103,10 +103,6 @@ def load_original_wasm(path: Path | None = None) -> bytes:
     return verify_wasm(data)
 
 
-def load_patched_wasm(path: Path | None = None) -> bytes:
-    return wasm_patch.patch(load_original_wasm(path), STACK_BYTES)
-
-
 def make_engine() -> wasmtime.Engine:
     cfg = wasmtime.Config()
     cfg.epoch_interruption = True

@@ -21,7 +21,6 @@ from runtime import engine as engine_mod
 from runtime import wasi
 
 TAG_OBJECT, TAG_INT, TAG_BOOL, TAG_NULL, TAG_UNDEFINED, TAG_EXCEPTION = -1, 0, 1, 2, 3, 6
-JS_UNDEFINED = TAG_UNDEFINED << 32
 JS_EXCEPTION = TAG_EXCEPTION << 32
 JS_EVAL_TYPE_MODULE = 1 << 0
 JS_EVAL_FLAG_COMPILE_ONLY = 1 << 5
@@ -37,10 +36,6 @@ _RT_TOP_WINDOW = 16 << 10
 def tag_of(v: int) -> int:
     t = (v >> 32) & 0xFFFFFFFF
     return t - (1 << 32) if t >= 1 << 31 else t
-
-
-def payload_of(v: int) -> int:
-    return v & 0xFFFFFFFF
 
 
 def s64(u: int) -> int:

@@ -135,10 +135,6 @@ def unregister(context) -> None:
         _RUNS.pop(_addr(context), None)
 
 
-def state_of(context) -> WasiState | None:
-    return _RUNS.get(_addr(context))
-
-
 def new_trap(message: str) -> int:
     msg = message.encode()
     trap = ffi.wasmtime_trap_new(ctypes.create_string_buffer(msg), len(msg))

@@ -11,7 +11,7 @@ import pytest
 import respx
 
 import runtime.broker as broker_module
-from runtime.broker import MAX_REQUEST_BODY, MAX_RESPONSE_BODY, Broker, no_broker
+from runtime.broker import MAX_REQUEST_BODY, MAX_RESPONSE_BODY, Broker
 from runtime.grants import Profile, Secret
 from specgen.routes import parse_route_line
 from tests.runtime.targets import ADVERSARIAL, ALLOW, BAD_METHODS, REFERENCE
@@ -158,11 +158,6 @@ def test_run_deadline_ends_the_grant(api: respx.MockRouter) -> None:
     b = Broker(profile(), deadline=time.monotonic() - 1)
     assert b("GET", "/v1/items/x", None).body == b"host api grant has ended\n"
     assert api.calls.call_count == 0
-
-
-def test_no_broker_reply() -> None:
-    reply = no_broker("GET", "/x", None)
-    assert (reply.status, reply.body) == (503, b"host api broker unavailable\n")
 
 
 def test_capacity_is_sixteen_in_flight(api: respx.MockRouter) -> None:
