@@ -178,36 +178,23 @@ class Broker:
             return refusal(503, MSG_ENDED)
 
         started = time.monotonic()
+        up: _Upstream | None
         try:
             up = self._send(request)
+            status = up.status
         except _Fault as fault:
-            self.trace.record(
-                route,
-                status=fault.status,
-                delivered=False,
-                bytes_sent=len(payload),
-                bytes_back=0,
-                latency_s=time.monotonic() - started,
-            )
-            return refusal(502, MSG_UPSTREAM)
-        if self._reflects_key(up.body):
-            self.trace.record(
-                route,
-                status=up.status,
-                delivered=False,
-                bytes_sent=len(payload),
-                bytes_back=0,
-                latency_s=time.monotonic() - started,
-            )
-            return refusal(502, MSG_UPSTREAM)
+            up, status = None, fault.status
+        delivered = up is not None and not self._reflects_key(up.body)
         self.trace.record(
             route,
-            status=up.status,
-            delivered=True,
+            status=status,
+            delivered=delivered,
             bytes_sent=len(payload),
-            bytes_back=len(up.body),
+            bytes_back=len(up.body) if up is not None and delivered else 0,
             latency_s=time.monotonic() - started,
         )
+        if up is None or not delivered:
+            return refusal(502, MSG_UPSTREAM)
         return HostReply(status=up.status, body=up.body, content_type=up.content_type)
 
     # -- the checks -------------------------------------------------------------------
