@@ -4,6 +4,9 @@ Exit codes are a contract for CI: 0 ok, 1 refused input or a failed check, 2 a u
 error. Refusals are one line on stderr, never a traceback. Commands that live in other
 packages (the runtime's `run`) plug in through the `specgen.commands` entry-point group,
 so the generator never imports the runtime.
+
+The pipeline (YAML, `referencing`, Jinja2) is imported inside the commands that use it,
+so `specgen --help`, `--version` and `specgen run` do not pay for it at start-up.
 """
 
 from __future__ import annotations
@@ -14,16 +17,14 @@ import sys
 from collections.abc import Callable
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from specgen import build as pipeline
-from specgen.check import diff_dir, grant_drift, regenerate_command
 from specgen.errors import SpecError
-from specgen.files import write_atomic
-from specgen.load import read_bytes
-from specgen.render import all_sections, bundle, render
+
+if TYPE_CHECKING:
+    from specgen import build as pipeline
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -72,6 +73,8 @@ def generator_options(func: F) -> F:
 def _options(
     global_name: str, server: str | None, strict: bool, no_validate: bool
 ) -> pipeline.Options:
+    from specgen import build as pipeline
+
     return pipeline.Options(
         global_name=global_name, server=server, strict=strict, validate=not no_validate
     )
@@ -126,6 +129,9 @@ def build(
 
     SPEC is a path or - for stdin, JSON or YAML.
     """
+    from specgen import build as pipeline
+    from specgen.render import all_sections
+
     result = pipeline.run(spec, _options(global_name, server, strict, no_validate))
     _print_notes(result)
     if outdir is None:
@@ -151,6 +157,9 @@ def emit(
     allow and catalog are the same route list (catalog is for the profile's "catalog",
     allow the starting point an operator trims); json bundles everything.
     """
+    from specgen import build as pipeline
+    from specgen.render import bundle
+
     result = pipeline.run(spec, _options(global_name, server, strict, no_validate))
     _print_notes(result)
     files = result.files
@@ -170,6 +179,7 @@ def emit(
 def validate(spec: str) -> None:
     """Full OpenAPI validation of SPEC: every problem, plus examples and defaults that
     contradict their schemas. Exit 1 when anything is wrong."""
+    from specgen import build as pipeline
     from specgen.load import load
     from specgen.validate import full_report
 
@@ -212,6 +222,9 @@ def check(
         raise click.UsageError("give OUTDIR, --grants FILE --profile NAME, or both")
     if (grants is None) != (profile is None):
         raise click.UsageError("--grants and --profile go together")
+    from specgen import build as pipeline
+    from specgen.check import diff_dir, grant_drift, regenerate_command
+
     options = _options(global_name, server, strict, no_validate)
     result = pipeline.run(spec, options)
     failed = False
@@ -271,6 +284,8 @@ def extract(
     """Cut one API's part out of a provider's whole document, refusing any file but the
     pinned one."""
     from specgen.extract import extract as cut
+    from specgen.files import write_atomic
+    from specgen.load import read_bytes
 
     if not prefixes and not tags:
         raise click.UsageError("give at least one --path-prefix or --tag")
@@ -299,5 +314,4 @@ def main() -> None:
         sys.exit(1)
 
 
-# `render` is re-exported for plugins that render templates of their own.
-__all__ = ["cli", "main", "render"]
+__all__ = ["cli", "main"]
