@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import json
-from pathlib import Path
 
 from specgen.routes import Route
 
@@ -43,23 +42,6 @@ SHIMS = (
     " })(); }"
 )
 
-_TEMPLATE_DIRS = (
-    Path(__file__).resolve().parent.parent / "templates",  # a checkout
-    Path(__file__).resolve().parent.parent / "specgen" / "templates",  # an installed wheel
-)
-
-
-@functools.cache
-def _environment():  # -> jinja2.Environment; imported lazily: runs without a grant skip it
-    import jinja2
-
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader([str(d) for d in _TEMPLATE_DIRS]),
-        autoescape=False,
-        keep_trailing_newline=True,
-        undefined=jinja2.StrictUndefined,
-    )
-
 
 def _js_json(value: object) -> str:
     """JSON that is also a safe JS literal anywhere in a script (ASCII only)."""
@@ -69,9 +51,11 @@ def _js_json(value: object) -> str:
 @functools.lru_cache(maxsize=64)
 def render_client(global_name: str, allow: tuple[Route, ...]) -> str:
     """The injected client for a grant: allow list in grant order, never a key."""
+    from specgen.render import environment  # Jinja2 is loaded only by runs with a grant
+
     allow_list = [{"m": r.method, "p": r.path} for r in allow]
     return (
-        _environment()
+        environment()
         .get_template("client.js.j2")
         .render(global_name_json=_js_json(global_name), allow_json=_js_json(allow_list))
     )

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import jinja2
 
-from specgen.operations import Generated
 from specgen.quoting import go_quote, js_string
+
+if TYPE_CHECKING:  # only template data here; `specgen run` renders its client without it
+    from specgen.operations import Generated
 
 #: Where the templates are: inside the installed package, or at the checkout's root.
 TEMPLATE_DIRS = (Path(__file__).parent / "templates", Path(__file__).parent.parent / "templates")
