@@ -820,13 +820,21 @@ def _plain_error(status: int, message: str) -> Reply:
     return Reply(status, orjson.dumps(ApiError(status, status, message).envelope()) + b"\n")
 
 
+def _port(text: str) -> int:
+    """A TCP port for argparse: out of range is a usage error, not OverflowError at bind."""
+    port = int(text) if text.isascii() and text.isdigit() else -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text} is not a port (0-65535)")
+    return port
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m examples.memory_grant.fake",
         description="Serve the fake Agent Memory API on loopback until interrupted.",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8787, help="port; 0 picks a free one")
+    parser.add_argument("--port", type=_port, default=8787, help="port; 0 picks a free one")
     parser.add_argument(
         "--token",
         help="the bearer token to require (default: $CLOUDFLARE_API_TOKEN)",

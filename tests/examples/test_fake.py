@@ -450,6 +450,18 @@ def test_standalone_without_a_token_says_why_in_one_line() -> None:
     assert proc.stderr == "fake: no token: pass --token TOKEN or set CLOUDFLARE_API_TOKEN\n"
 
 
+@pytest.mark.parametrize("port", ["65536", "-1"])
+def test_standalone_with_a_port_out_of_range_is_a_usage_error(
+    port: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from examples.memory_grant.fake import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--port", port, "--token", TOKEN])
+    assert exit_info.value.code == 2
+    assert f"argument --port: {port} is not a port (0-65535)" in capsys.readouterr().err
+
+
 def test_a_body_the_fake_will_not_read_is_refused_and_still_logged(
     api: FakeAgentMemory, client: httpx.Client
 ) -> None:
