@@ -17,6 +17,7 @@ import orjson
 
 from runtime.grants import GrantsError, load
 from runtime.trace import TraceIdError, check_trace_id, format_table
+from specgen.files import read_limited
 
 _MAX_CODE_BYTES = 1 << 20
 
@@ -85,14 +86,9 @@ def run(
 ) -> None:
     """Run CODE.js in a fresh sandbox with the profile's client and preamble."""
     try:
-        # At most one byte past the cap: a device or pipe given as CODE.js must not be
-        # read forever (`specgen run /dev/zero` hung, growing without bound).
-        with code_file.open("rb") as fh:
-            raw = fh.read(_MAX_CODE_BYTES + 1)
+        raw = read_limited(code_file, _MAX_CODE_BYTES)
     except OSError as e:
         _refuse(f"read {code_file}: {e.strerror or e}")
-    if len(raw) > _MAX_CODE_BYTES:
-        _refuse(f"{code_file}: code is larger than {_MAX_CODE_BYTES} bytes")
     try:
         code = raw.decode("utf-8")
     except UnicodeDecodeError as e:

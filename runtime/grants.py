@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from specgen.files import read_limited
 from specgen.routes import (
     METHODS,
     Route,
@@ -182,7 +183,7 @@ def load(path: str | os.PathLike[str], *, environ: Mapping[str, str] | None = No
     env = os.environ if environ is None else environ
     p = Path(path)
     try:
-        raw = p.read_bytes()
+        raw = read_limited(p)
     except OSError as e:
         raise GrantsError(f"grants: read {p}: {e.strerror or e}") from None
     doc = _parse(raw, p)
@@ -375,7 +376,7 @@ def _preamble(body: dict[str, Any], base_dir: Path) -> str:
     if not resolved.is_relative_to(real_dir):
         raise _ProfileFault(f"preamble_file {_quote(rel)} resolves outside the grants directory")
     try:
-        data = resolved.read_bytes()
+        data = read_limited(resolved)
     except OSError as e:
         raise _ProfileFault(f"read preamble_file: {e.strerror or e}: {rel}") from None
     try:

@@ -16,6 +16,7 @@ import orjson
 
 from specgen.build import Options, Result
 from specgen.errors import SpecError
+from specgen.files import read_limited
 from specgen.render import FILES
 from specgen.routes import Route, RouteError, parse_route_line
 
@@ -64,7 +65,7 @@ def diff_dir(result: Result, outdir: Path) -> list[str]:
 
 def _profile(grants: Path, name: str) -> dict[str, Any]:
     try:
-        data = orjson.loads(grants.read_bytes())
+        data = orjson.loads(read_limited(grants))
     except OSError as exc:
         raise SpecError(f"specgen: grants {grants}: cannot read: {exc.strerror or exc}") from None
     except orjson.JSONDecodeError as exc:

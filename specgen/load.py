@@ -9,13 +9,13 @@ from __future__ import annotations
 import datetime
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import orjson
 import yaml
 
 from specgen.errors import SpecError
+from specgen.files import read_limited, read_stream_limited
 
 try:  # the C loader is ~10x faster; fall back quietly where libyaml is missing
     _YamlLoader: type = yaml.CSafeLoader
@@ -34,12 +34,13 @@ class Source:
 
 def read_bytes(path: str) -> tuple[str, bytes]:
     """The bytes of `path`, or of stdin for `-`; a read failure is one line."""
-    if path == "-":
-        return "stdin", sys.stdin.buffer.read()
+    name = "stdin" if path == "-" else path
     try:
-        return path, Path(path).read_bytes()
+        if path == "-":
+            return name, read_stream_limited(sys.stdin.buffer)
+        return name, read_limited(path)
     except OSError as exc:
-        raise SpecError(f"specgen: {path}: cannot read: {exc.strerror or exc}") from None
+        raise SpecError(f"specgen: {name}: cannot read: {exc.strerror or exc}") from None
 
 
 def parse(name: str, raw: bytes) -> dict[str, Any]:

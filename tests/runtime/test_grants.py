@@ -312,6 +312,13 @@ def test_unreadable_file(tmp_path: Path) -> None:
         load(tmp_path / "missing.json", environ={})
 
 
+def test_an_endless_grants_file_is_refused_not_read_forever() -> None:
+    """Found: `specgen run --grants /dev/zero` read until memory ran out."""
+    with pytest.raises(GrantsError) as info:
+        load("/dev/zero", environ={})
+    assert str(info.value) == "grants: read /dev/zero: larger than 268435456 bytes"
+
+
 def test_preamble_symlink_escape(tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()

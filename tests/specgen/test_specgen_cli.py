@@ -129,6 +129,29 @@ def test_unreadable_file(tmp_path: Path) -> None:
         assert refused(run("build", locked)) == f"specgen: {locked}: cannot read: Permission denied"
 
 
+def test_endless_inputs_are_refused_not_read_forever(tmp_path: Path) -> None:
+    """Found: `specgen build /dev/zero` (and --grants /dev/zero) read until memory ran out."""
+    too_big = "cannot read: larger than 268435456 bytes"
+    assert refused(run("build", "/dev/zero")) == f"specgen: /dev/zero: {too_big}"
+    g = grants(tmp_path, SMART_ROUTES, [])
+    assert refused(run("check", SMART, "--grants", "/dev/zero", "--profile", "home")) == (
+        f"specgen: grants /dev/zero: {too_big}"
+    )
+    assert run("check", SMART, "--grants", g, "--profile", "home").exit_code == 0
+
+
+def test_stdin_is_read_up_to_the_limit_only() -> None:
+    import io
+
+    from specgen.files import read_stream_limited
+
+    assert read_stream_limited(io.BytesIO(b"abcd"), 4) == b"abcd"
+    stream = io.BytesIO(b"abcdef")
+    with pytest.raises(OSError, match="larger than 4 bytes"):
+        read_stream_limited(stream, 4)
+    assert stream.tell() == 5
+
+
 @pytest.mark.parametrize("text", ["{", '{"openapi": "3.0.3",}', "[1, 2", '{"a": 1} x'])
 def test_invalid_json(tmp_path: Path, text: str) -> None:
     spec = write(tmp_path / "bad.json", text)
