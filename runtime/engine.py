@@ -20,7 +20,6 @@ import hashlib
 import importlib.metadata
 import json
 import os
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ import platformdirs
 import wasmtime
 
 from runtime import wasi, wasm_patch
+from specgen.files import write_atomic
 
 WASM_DISTRIBUTION = "qjs-wasi-reactor.wasm"
 WASM_VERSION = "0.15.0.1"
@@ -164,17 +164,7 @@ def _write_cached(module: wasmtime.Module, path: Path) -> None:
     body = bytes(module.serialize())
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".qjs-", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(body + hashlib.sha256(body).digest())
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        write_atomic(path, body + hashlib.sha256(body).digest(), mode=0o600)
     except OSError:
         pass  # a read-only or full cache dir costs a compile next time, nothing more
 
