@@ -115,7 +115,6 @@ class RunResult:
     exit_code: int
     timed_out: bool
     duration_s: float
-    trace: object | None = None  # filled by the layer that owns the broker
 
 
 class _Bridge:

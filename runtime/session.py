@@ -36,10 +36,6 @@ class RunOutcome:
     #: Occurrences of `scan_memory_for` in the guest's memory at the end (run_profile).
     memory_hits: int = 0
 
-    @property
-    def audit_line(self) -> str:
-        return self.audit
-
 
 def run_with_grant(
     code: str,
@@ -75,7 +71,6 @@ def run_with_grant(
         )
     finally:
         snapshot = broker.close()
-    result = dataclasses.replace(result, trace=snapshot)
     return RunOutcome(
         result=result, trace=snapshot, audit=audit_line(profile.name, snapshot, trace_id)
     )

@@ -406,7 +406,7 @@ def test_run_profile_rechecks_the_caller_and_counts_memory_hits(
     )
     assert clean.result.stdout == "200,403,400\n"
     assert clean.memory_hits == 0
-    assert json.loads(clean.audit_line)["denied"] == 1
+    assert json.loads(clean.audit)["denied"] == 1
     planted = run_profile(
         CALLS_ONLY,
         profile.with_preamble(f'var k = "{KEY}";'),
