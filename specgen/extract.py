@@ -25,6 +25,7 @@ from urllib.parse import unquote
 import orjson
 
 from specgen.errors import SpecError
+from specgen.refs import MISSING, resolve_pointer
 
 # Top-level members copied unchanged when present (in the source's order).
 _KEPT_TOP_LEVEL = frozenset(("openapi", "info", "jsonSchemaDialect", "servers", "security"))
@@ -118,18 +119,10 @@ def _schema_ref(name: str) -> str:
 
 def _check_pointer_inside(doc: dict, ref: str, source_name: str, holder: str) -> None:
     """A reference deeper than the component itself must still land somewhere."""
-    pointer = unquote(ref[1:])
-    node: Any = doc
-    for raw in pointer[1:].split("/"):
-        token = raw.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and token in node:
-            node = node[token]
-        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
-            node = node[int(token)]
-        else:
-            raise SpecError(
-                f"specgen: {source_name}: {holder} refers to {json.dumps(ref)}, which does not resolve"
-            )
+    if resolve_pointer(doc, ref[1:]) is MISSING:
+        raise SpecError(
+            f"specgen: {source_name}: {holder} refers to {json.dumps(ref)}, which does not resolve"
+        )
 
 
 def extract(

@@ -9,6 +9,7 @@ depend on something the document does not pin.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import unquote
 
 import referencing.exceptions
 from referencing import Registry, Resource
@@ -17,6 +18,36 @@ from specgen.errors import SpecError
 from specgen.quoting import go_quote
 
 _BASE = "urn:specgen:document"
+
+#: What `resolve_pointer` returns when a pointer lands nowhere (None is a JSON value).
+MISSING: Any = object()
+
+
+def resolve_pointer(doc: Any, fragment: str) -> Any:
+    """The value a local `$ref`'s fragment (URI-encoded RFC 6901) points to, or MISSING.
+
+    For callers that must not refuse a broken reference but judge it themselves: the
+    full validator reports it, the extractor words its own refusal.
+    """
+    pointer = unquote(fragment)
+    if pointer == "":
+        return doc
+    if not pointer.startswith("/"):
+        return MISSING
+    node = doc
+    for raw in pointer[1:].split("/"):
+        token = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict):
+            if token not in node:
+                return MISSING
+            node = node[token]
+        elif isinstance(node, list):
+            if not token.isdigit() or int(token) >= len(node):
+                return MISSING
+            node = node[int(token)]
+        else:
+            return MISSING
+    return node
 
 
 class Refs:

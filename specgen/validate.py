@@ -21,9 +21,11 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import jsonschema_rs
+
+from specgen.refs import MISSING, resolve_pointer
 
 # The document's `openapi` value selects the schema; anything else is the caller's refusal.
 _VERSION_FAMILIES = (
@@ -344,10 +346,10 @@ class _ExampleWalker:
             ref = node["$ref"]
             if not ref.startswith("#"):
                 return None, pointer
-            target = resolve_local_pointer(self.doc, ref[1:])
-            if target is _MISSING:
+            target = resolve_pointer(self.doc, ref[1:])
+            if target is MISSING:
                 return None, pointer
-            node, pointer = target, _decoded_pointer(ref[1:])
+            node, pointer = target, unquote(ref[1:])
             depth += 1
         return node, pointer
 
@@ -483,9 +485,6 @@ class _ExampleWalker:
             self.schema(items, f"{ptr}/items", depth + 1)
 
 
-_MISSING = object()
-
-
 def _is_json_media(name: Any) -> bool:
     media = str(name).split(";", 1)[0].strip().lower()
     return media == "application/json" or media.endswith("+json")
@@ -504,35 +503,6 @@ def _items(value: Any) -> list[tuple[Any, Any]]:
 
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
-
-
-def _decoded_pointer(fragment: str) -> str:
-    from urllib.parse import unquote
-
-    return unquote(fragment)
-
-
-def resolve_local_pointer(doc: Any, fragment: str) -> Any:
-    """Resolve the fragment of a local `$ref` (URI-encoded RFC 6901), or return _MISSING."""
-    pointer = _decoded_pointer(fragment)
-    if pointer == "":
-        return doc
-    if not pointer.startswith("/"):
-        return _MISSING
-    node = doc
-    for raw in pointer[1:].split("/"):
-        token = raw.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict):
-            if token not in node:
-                return _MISSING
-            node = node[token]
-        elif isinstance(node, list):
-            if not token.isdigit() or int(token) >= len(node):
-                return _MISSING
-            node = node[int(token)]
-        else:
-            return _MISSING
-    return node
 
 
 def _value_validators(doc: dict, family: str) -> tuple[Any, Any, Any]:
