@@ -8,9 +8,8 @@ each layer saw, so the page can be computed from observations instead of typed i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from examples.memory_grant.fake import FakeAgentMemory, RecordedRequest
 from runtime import grants as grants_mod
@@ -59,7 +58,6 @@ class ExampleResult:
     api_log: list[RecordedRequest]
     profile_allow: list[str]
     token: str
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def run_scripts() -> list[tuple[int, str, str]]:
@@ -105,7 +103,7 @@ def run_example(
             trace = outcome.trace
             rows = [
                 Row(r.seq, r.method, r.route, r.status, r.bytes_sent, r.bytes_back)
-                for r in (trace.rows if trace is not None else ())
+                for r in trace.rows
             ]
             records.append(
                 RunRecord(
@@ -116,7 +114,7 @@ def run_example(
                     stderr=outcome.result.stderr,
                     exit_code=outcome.result.exit_code,
                     rows=rows,
-                    denied=trace.denied if trace is not None else 0,
+                    denied=trace.denied,
                     requests=fake.requests[before:],
                     audit_line=outcome.audit,
                     memory_hits=outcome.memory_hits,
