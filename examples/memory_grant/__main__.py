@@ -65,6 +65,8 @@ def main(check: bool, whole: str | None) -> None:
             _write(spec)
     except (SpecError, GrantsError) as exc:
         _fail(str(exc))
+    except OSError as exc:  # writing the files or the page: say which, not a traceback
+        _fail(f"memory_grant: write {exc.filename or ''}: {exc.strerror or exc}")
 
 
 def _write(spec: pipeline.Result) -> None:

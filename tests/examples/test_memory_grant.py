@@ -210,6 +210,26 @@ def test_check_with_extract_is_a_usage_error_that_writes_nothing(
     assert not out.exists()
 
 
+def test_an_unwritable_output_is_one_line_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from examples.memory_grant import __main__ as cli
+
+    raw = _whole_document()
+    whole = tmp_path / "openapi.json"
+    whole.write_bytes(raw)
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    out = blocker / "cut.json"
+    monkeypatch.setattr(cli._extract, "__defaults__", (out, hashlib.sha256(raw).hexdigest()))
+    result = CliRunner().invoke(cli.main, ["--extract", str(whole)])
+    # SystemExit: CliRunner reports an escaped OSError as exit code 1 too.
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
+    assert result.stderr.startswith("memory_grant: write ") and result.stderr.count("\n") == 1
+
+
 def test_extract_cuts_the_agent_memory_paths_from_a_pinned_file(tmp_path: Path) -> None:
     raw = _whole_document()
     whole = tmp_path / "openapi.json"
