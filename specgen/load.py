@@ -22,6 +22,12 @@ try:  # the C loader is ~10x faster; fall back quietly where libyaml is missing
 except AttributeError:  # pragma: no cover - depends on how PyYAML was built
     _YamlLoader = yaml.SafeLoader
 
+# Values a YAML document may expand to: generous for anchors reused as shared schemas
+# (a value takes at least a few bytes of text, so 16 per byte is many times any reuse
+# seen in practice), and far below what an alias bomb asks for.
+_YAML_VALUES_PER_BYTE = 16
+_YAML_VALUES_FLOOR = 100_000
+
 
 @dataclass(frozen=True)
 class Source:
@@ -56,8 +62,14 @@ def parse(name: str, raw: bytes) -> dict[str, Any]:
             raise SpecError(f"specgen: {name}: invalid YAML: {_one_line(str(yexc))}") from None
         except (UnicodeDecodeError, ValueError, RecursionError) as yexc:
             raise SpecError(f"specgen: {name}: cannot parse: {_one_line(str(yexc))}") from None
+        limit = _YAML_VALUES_PER_BYTE * len(raw) + _YAML_VALUES_FLOOR
         try:
-            doc = _as_json(doc)
+            doc = _as_json(doc, [limit])
+        except _Expands:
+            raise SpecError(
+                f"specgen: {name}: YAML aliases expand to more than {limit} values; "
+                "refusing a document that grows that much on loading"
+            ) from None
         except RecursionError:
             raise SpecError(
                 f"specgen: {name}: YAML nests too deeply (or refers to itself)"
@@ -82,16 +94,26 @@ def _key(key: Any) -> str:
     raise TypeError(f"a YAML mapping key of type {type(key).__name__} has no JSON equivalent")
 
 
-def _as_json(node: Any) -> Any:
+class _Expands(Exception):
+    """The YAML document grew past its value budget while being converted."""
+
+
+def _as_json(node: Any, budget: list[int]) -> Any:
     """YAML's data model in JSON's: what the validator and the generator expect.
 
     YAML documents routinely write response codes as `200:`, an int key, and unquoted
     dates load as date objects; JSON has neither, and the validator refuses both.
+    `budget` (one counter, shared by the whole walk) bounds the values made: YAML
+    aliases let a few hundred bytes stand for a billion values, and every later step
+    (validation, generation, output) would walk them all.
     """
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _Expands
     if isinstance(node, dict):
-        return {_key(k): _as_json(v) for k, v in node.items()}
+        return {_key(k): _as_json(v, budget) for k, v in node.items()}
     if isinstance(node, list):
-        return [_as_json(v) for v in node]
+        return [_as_json(v, budget) for v in node]
     if isinstance(node, datetime.date):  # datetime is a date too
         return node.isoformat()
     if node is None or isinstance(node, str | int | float | bool):

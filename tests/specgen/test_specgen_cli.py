@@ -316,6 +316,27 @@ paths:
 """
 
 
+def test_a_yaml_alias_bomb_is_refused_not_expanded(tmp_path: Path) -> None:
+    """Found: nine levels of ten aliases (about 400 bytes, 10**9 values) hung build."""
+    lines = ["openapi: 3.0.0", "a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+    bomb = write(tmp_path / "bomb.yaml", "\n".join(lines) + "\n")
+    size = bomb.stat().st_size
+    assert refused(run("build", bomb)) == (
+        f"specgen: {bomb}: YAML aliases expand to more than {16 * size + 100_000} values; "
+        "refusing a document that grows that much on loading"
+    )
+
+
+def test_yaml_anchors_reused_as_shared_schemas_still_load(tmp_path: Path) -> None:
+    doc = yaml.safe_load(SMART.read_text())
+    text = yaml.safe_dump(doc)
+    shared = "x-shared: &shared {type: object, properties: {a: {type: string}}}\n"
+    uses = "".join(f"x-use-{i}: *shared\n" for i in range(200))
+    spec = write(tmp_path / "anchors.yaml", shared + uses + text)
+    assert run("build", spec).exit_code == 0
+
+
 def test_yaml_int_keys_and_dates_load_as_json_would(tmp_path: Path) -> None:
     # `200:` is an int key in YAML and an unquoted date is a date object; JSON has neither
     spec = write(tmp_path / "int-keys.yaml", YAML_SPEC)
