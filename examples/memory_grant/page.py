@@ -10,8 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from examples.memory_grant.claims import key_leaks, printed_lines
 from examples.memory_grant.runner import HERE, ExampleResult, RunRecord
 from specgen.build import Result as SpecResult
@@ -153,7 +151,7 @@ def render_page(result: ExampleResult, spec: SpecResult) -> str:
             grants_json=(HERE / "grants.json").read_text(encoding="utf-8").rstrip("\n"),
             provenance=_provenance(),
             prefix=PREFIX,
-            server_url=orjson.loads(spec.source.raw)["servers"][0]["url"],
+            server_url=spec.source.doc["servers"][0]["url"],
             table_prefix=TABLE_PREFIX,
             runs=[_run_view(run) for run in result.runs],
             api_log=result.api_log,
