@@ -35,7 +35,6 @@ class Source:
 
     name: str
     doc: dict[str, Any]
-    raw: bytes
 
 
 def read_bytes(path: str) -> tuple[str, bytes]:
@@ -123,7 +122,7 @@ def _as_json(node: Any, budget: list[int]) -> Any:
 
 def load(path: str) -> Source:
     name, raw = read_bytes(path)
-    return Source(name=name, doc=parse(name, raw), raw=raw)
+    return Source(name=name, doc=parse(name, raw))
 
 
 def _one_line(text: str) -> str:

@@ -97,14 +97,14 @@ def test_unsupported_openapi_version(version: str | None, shown: str) -> None:
     else:
         d["openapi"] = version
     with pytest.raises(SpecError) as exc:
-        check_version(Source(name=NAME, doc=d, raw=b""))
+        check_version(Source(name=NAME, doc=d))
     assert str(exc.value) == f"specgen: unsupported openapi version {shown} (need 3.x)"
 
 
 @pytest.mark.parametrize("version", ["3.0.0", "3.0.3", "3.1.0", "3.1.1"])
 def test_supported_openapi_versions(version: str) -> None:
     d = doc({"/a": {"get": op("a")}}, openapi=version)
-    assert check_version(Source(name=NAME, doc=d, raw=b"")) == version
+    assert check_version(Source(name=NAME, doc=d)) == version
 
 
 @pytest.mark.parametrize("paths", [None, {}])
