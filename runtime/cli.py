@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import click
 import orjson
@@ -22,7 +23,7 @@ from specgen.files import read_limited
 _MAX_CODE_BYTES = 1 << 20
 
 
-def _refuse(message: str) -> None:
+def _refuse(message: str) -> NoReturn:
     click.echo(f"specgen: {message.splitlines()[0] if message else message}", err=True)
     sys.exit(1)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
@@ -29,7 +30,7 @@ OPTIONS = pipeline.Options(global_name="memory")
 EXTRACT_PREFIX = "/accounts/{account_id}/agent-memory/"
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     click.echo(message, err=True)
     sys.exit(1)
 
