@@ -12,6 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from runtime.grants import Profile, Secret
+from specgen.routes import parse_route_line
+
 
 @dataclass
 class Seen:
@@ -152,3 +155,25 @@ def hang(events: list[str], seconds: float = 10.0) -> Responder:
         handler.close_connection = True
 
     return respond
+
+
+def profile(
+    base_url: str,
+    key: str,
+    allow: tuple[str, ...],
+    *,
+    max_calls: int = 256,
+    name: str = "p",
+    preamble: str = "",
+) -> Profile:
+    """A profile built in code for broker tests: any caller, a static key, `allow` lines."""
+    return Profile(
+        name=name,
+        base_url=base_url,
+        global_name="host",
+        allowed_callers=("*",),
+        allow=tuple(parse_route_line(a) for a in allow),
+        max_calls=max_calls,
+        preamble=preamble,
+        token=Secret(key),
+    )

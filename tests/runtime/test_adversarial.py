@@ -18,7 +18,6 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 
 import httpx
@@ -27,12 +26,11 @@ import pytest
 from runtime import broker as broker_mod
 from runtime import wasi
 from runtime.broker import Broker
-from runtime.grants import Profile, Secret
+from runtime.grants import Profile
 from runtime.hostapi import HostReply
 from runtime.sandbox import Limits, run
 from runtime.session import run_with_grant
-from specgen.routes import parse_route_line
-from tests.runtime.loopback import FakeAPI, Seen, json_ok
+from tests.runtime.loopback import FakeAPI, Seen, json_ok, profile
 
 KEY = "sk-adv-" + "4b1d" * 8
 ALLOW = ("GET /v1/items/*", "POST /v1/items/x/run")
@@ -46,22 +44,7 @@ def grant(
     name: str = "p",
     preamble: str = "",
 ) -> Profile:
-    return Profile(
-        name=name,
-        base_url=base_url,
-        global_name="host",
-        allowed_callers=("*",),
-        allow=tuple(parse_route_line(a) for a in allow),
-        preamble=preamble,
-        token=Secret(key),
-    )
-
-
-@pytest.fixture
-def api() -> Iterator[FakeAPI]:
-    server = FakeAPI()
-    yield server
-    server.close()
+    return profile(base_url, key, allow, name=name, preamble=preamble)
 
 
 def ok(method: str, path: str, body: bytes | None) -> HostReply:

@@ -6,14 +6,11 @@ did not follow the redirect" are checked where the requests would have landed.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from runtime.broker import MAX_RESPONSE_BODY, Broker
-from runtime.grants import Profile, Secret
-from specgen.routes import parse_route_line
-from tests.runtime.loopback import FakeAPI, chunked, free_port, json_ok, reply, stall
+from runtime.grants import Profile
+from tests.runtime.loopback import FakeAPI, chunked, free_port, json_ok, profile, reply, stall
 from tests.runtime.targets import ADVERSARIAL, BAD_METHODS, REFERENCE
 
 KEY = "loopback-key-5d1e0b"
@@ -21,22 +18,7 @@ ALLOW = ("GET /v1/items/*", "POST /v1/items/x/run")
 
 
 def grant(base_url: str, max_calls: int = 256) -> Profile:
-    return Profile(
-        name="p",
-        base_url=base_url,
-        global_name="host",
-        allowed_callers=("*",),
-        allow=tuple(parse_route_line(a) for a in ALLOW),
-        max_calls=max_calls,
-        token=Secret(KEY),
-    )
-
-
-@pytest.fixture
-def api() -> Iterator[FakeAPI]:
-    server = FakeAPI()
-    yield server
-    server.close()
+    return profile(base_url, KEY, ALLOW, max_calls=max_calls)
 
 
 def test_allowed_call_reaches_the_server_with_the_key(api: FakeAPI) -> None:

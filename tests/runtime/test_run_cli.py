@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,13 +26,6 @@ PREAMBLE = """;(function () {
   h["items"] = (id) => h.get("/v1/items/" + id);
 })();
 """
-
-
-@pytest.fixture
-def api() -> Iterator[FakeAPI]:
-    server = FakeAPI()
-    yield server
-    server.close()
 
 
 def grants_file(tmp_path: Path, preamble: str = PREAMBLE, **extra: object) -> Path:
