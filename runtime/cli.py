@@ -3,29 +3,52 @@
 Exposed as the click command `runtime.cli:run` for the `specgen.commands` entry-point
 group, so the `specgen` group never imports the runtime. Everything that can be refused
 (the code file, the grants file, the token variable, the profile, the caller, the
-base-url override, the trace id, the limits) is refused before the sandbox starts, as
-one `specgen: ...` line and exit 1; after that the exit code is the guest's.
+base-url override, the trace id, the limits, a missing or tampered engine) raises a
+`runtime.Refusal`, and one path (`_refusals`) prints its own line (`specgen: ...`) and
+exits with its code; after the run the exit code is the guest's. It imports nothing
+from the runtime but the public API (`from runtime import ...`).
 """
 
 from __future__ import annotations
 
+import functools
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, TypeVar
 
 import click
 import orjson
 
-from runtime.grants import GrantsError, load
-from runtime.trace import TraceIdError, check_trace_id, format_table
+from runtime import (
+    Limits,
+    Refusal,
+    RunInputError,
+    check_trace_id,
+    format_table,
+    load_grants,
+    messages,
+    run_with_grant,
+)
 from specgen.files import read_limited
 
 _MAX_CODE_BYTES = 1 << 20
 
+F = TypeVar("F", bound=Callable[..., Any])
 
-def _refuse(message: str) -> NoReturn:
-    click.echo(f"specgen: {message.splitlines()[0] if message else message}", err=True)
-    sys.exit(1)
+
+def _refusals(func: F) -> F:
+    """The one refusal path: a `Refusal` prints its own line and exits with its code."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except Refusal as refusal:
+            refusal.show()
+            sys.exit(refusal.exit_code)
+
+    return wrapper  # type: ignore[return-value]
 
 
 @click.command("run")
@@ -74,6 +97,7 @@ def _refuse(message: str) -> NoReturn:
     is_flag=True,
     help="Print one JSON object with the output, exit code and audit record.",
 )
+@_refusals
 def run(
     code_file: Path,
     grants_file: Path,
@@ -89,38 +113,28 @@ def run(
     try:
         raw = read_limited(code_file, _MAX_CODE_BYTES)
     except OSError as e:
-        _refuse(f"read {code_file}: {e.strerror or e}")
+        raise RunInputError(f"read {code_file}: {e.strerror or e}") from None
     try:
         code = raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        _refuse(f"{code_file}: not valid UTF-8 at byte {e.start}")
+        raise RunInputError(f"{code_file}: not valid UTF-8 at byte {e.start}") from None
     if not 0 < timeout_s <= 30:
-        _refuse(f"--timeout {timeout_s:g} must be more than 0 and at most 30 seconds")
+        raise RunInputError(f"--timeout {timeout_s:g} must be more than 0 and at most 30 seconds")
     if not 1 <= memory_mb <= 4096:
-        _refuse(f"--memory-mb {memory_mb} must be between 1 and 4096")
-    try:
-        if trace_id is not None:
-            check_trace_id(trace_id)
-        profile = load(grants_file).select(profile_name, caller)
-        if base_url is not None:
-            profile = profile.with_base_url(base_url)
-    except (GrantsError, TraceIdError) as e:
-        _refuse(str(e))
+        raise RunInputError(f"--memory-mb {memory_mb} must be between 1 and 4096")
+    if trace_id is not None:
+        check_trace_id(trace_id)
+    profile = load_grants(grants_file).select(profile_name, caller)
+    if base_url is not None:
+        profile = profile.with_base_url(base_url)
 
-    # Imported here so a refusal above never pays for loading the WebAssembly engine.
-    from runtime import sandbox
-    from runtime.engine import EngineError
-    from runtime.session import run_with_grant
-
-    try:
-        outcome = run_with_grant(
-            code,
-            profile,
-            limits=sandbox.Limits(timeout_s=timeout_s, memory_mb=memory_mb),
-            trace_id=trace_id,
-        )
-    except EngineError as e:  # a missing or tampered engine: refuse, never a traceback
-        _refuse(str(e))
+    # A missing or tampered engine is an EngineError (a Refusal), never a traceback.
+    outcome = run_with_grant(
+        code,
+        profile,
+        limits=Limits(timeout_s=timeout_s, memory_mb=memory_mb),
+        trace_id=trace_id,
+    )
     result = outcome.result
     if as_json:
         record = {
@@ -139,10 +153,10 @@ def run(
         sys.stdout.flush()
         sys.stderr.write(result.stderr)
         if result.stdout_truncated or result.stderr_truncated:
-            sys.stderr.write("specgen: guest output was truncated at the sandbox's limit\n")
+            sys.stderr.write(messages.MSG_OUTPUT_TRUNCATED + "\n")
         if result.timed_out:
-            sys.stderr.write(f"specgen: the run timed out after {timeout_s:g} s\n")
+            sys.stderr.write(messages.MSG_TIMED_OUT.format(timeout_s=timeout_s) + "\n")
         sys.stderr.write(format_table(outcome.trace))
-        sys.stderr.write("audit: " + outcome.audit + "\n")
+        sys.stderr.write(messages.MSG_AUDIT.format(audit=outcome.audit) + "\n")
         sys.stderr.flush()
     sys.exit(result.exit_code)

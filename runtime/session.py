@@ -1,6 +1,7 @@
 """One run with a grant: a fresh sandbox, a fresh broker, one audit line.
 
-This is the only place the three pieces meet. The sandbox gets the guest's view of the
+This is the only place the three pieces meet (`runtime.sandbox` and `runtime.broker`
+never import each other). The sandbox gets the guest's view of the
 grant (global name, a copy of the allow list, the preamble) and the broker as its host
 call handler; the key stays inside the broker. The broker is closed when the guest
 finishes, so nothing the guest left running can use the grant afterwards.
@@ -16,9 +17,9 @@ from dataclasses import dataclass
 import httpx
 
 from runtime import sandbox
-from runtime.broker import Broker
-from runtime.grants import GrantsError, Profile
-from runtime.trace import TraceSnapshot, audit_line, check_trace_id
+from runtime.broker import Broker, Profile, TraceSnapshot, audit_line, check_trace_id
+from runtime.errors import GrantsError
+from runtime.messages import MSG_NOT_AVAILABLE
 
 #: Host calls the sandbox lets through beyond the broker's own budget, so that calls
 #: refused for the budget are still seen (and counted denied) by the broker, while a
@@ -95,7 +96,7 @@ def run_profile(
     the run: the example uses it to show the key is nowhere in the sandbox.
     """
     if not profile.allows(caller):
-        raise GrantsError(f'grant_profile "{profile.name}" is not available to this caller')
+        raise GrantsError(MSG_NOT_AVAILABLE.format(name=f'"{profile.name}"'))
     snapshots: list[bytes] = []
     outcome = run_with_grant(
         code,

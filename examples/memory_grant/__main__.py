@@ -16,7 +16,7 @@ import click
 
 from examples.memory_grant.page import UPSTREAM_SHA256, render_page
 from examples.memory_grant.runner import GRANTS, HERE, PROFILE, run_example
-from runtime.grants import GrantsError
+from runtime import GrantsError
 from specgen import build as pipeline
 from specgen.check import compare, grant_drift
 from specgen.errors import SpecError

@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from examples.memory_grant.fake import FakeAgentMemory, RecordedRequest
-from runtime import grants as grants_mod
-from runtime.session import run_profile
+from runtime import load_grants, run_profile
 
 HERE = Path(__file__).resolve().parent
 GRANTS = HERE / "grants.json"
@@ -82,7 +81,7 @@ def run_example(
     a claim on the page failing when it is false (a key planted in the preamble, a grant
     made wider).
     """
-    grants = grants_mod.load(grants_path, environ={TOKEN_ENV: token})
+    grants = load_grants(grants_path, environ={TOKEN_ENV: token})
     with FakeAgentMemory(token) as fake:
         profile = grants.select(PROFILE, CALLER).with_base_url(fake.url)
         if preamble_override is not None:

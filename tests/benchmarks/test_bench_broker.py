@@ -20,8 +20,7 @@ import time
 import httpx
 import pytest
 
-from runtime.broker import Broker
-from runtime.grants import Profile, Secret
+from runtime import Broker, HostRequest, Profile, Secret
 from specgen.routes import parse_route_line
 from tests.runtime.loopback import FakeAPI
 
@@ -75,7 +74,7 @@ def test_broker_overhead_per_allowed_call() -> None:
             r = direct.get(url, headers=headers)
             _ = r.content
             t1 = time.perf_counter()
-            reply = broker("GET", PATH, None)
+            reply = broker(HostRequest("GET", PATH, None))
             t2 = time.perf_counter()
             assert r.status_code == 200 and reply.status == 200
             if i >= WARMUP:

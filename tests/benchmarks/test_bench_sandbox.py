@@ -27,9 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime import engine, guest, sandbox
-from runtime.hostapi import HostReply
-from runtime.sandbox import GuestGrant, Limits
+from runtime import GuestGrant, HostReply, HostRequest, Limits, sandbox
+from runtime.sandbox import engine, guest
 from specgen.routes import Route
 
 pytestmark = pytest.mark.skipif(
@@ -67,7 +66,7 @@ REPLY = HostReply(200, b'{"name":"widget","id":"abc"}', "application/json")
 GRANT = GuestGrant(global_name="svc", allow=ALLOW, preamble=PREAMBLE)
 
 
-def handler(method: str, path: str, body: bytes | None) -> HostReply:
+def handler(request: HostRequest) -> HostReply:
     return REPLY
 
 
@@ -126,7 +125,9 @@ def test_bench_fresh_run_vs_node():
 
 def test_bench_cold_process_with_warm_cache():
     engine.get_engine()  # make sure the cache is warm
-    code = "from runtime import sandbox; r = sandbox.run('print(6*7)'); assert r.stdout == '42\\n'"
+    code = (
+        "from runtime import run_sandbox; r = run_sandbox('print(6*7)'); assert r.stdout == '42\\n'"
+    )
 
     def wall(cmd: list[str]) -> float:
         times = []

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from runtime.grants import Profile, Secret
+from runtime import Profile, Secret
 from specgen.routes import parse_route_line
 
 

@@ -23,13 +23,8 @@ from http.server import BaseHTTPRequestHandler
 import httpx
 import pytest
 
-from runtime import broker as broker_mod
-from runtime import wasi
-from runtime.broker import Broker
-from runtime.grants import Profile
-from runtime.hostapi import HostReply
-from runtime.sandbox import Limits, run
-from runtime.session import run_with_grant
+from runtime import Broker, HostReply, HostRequest, Limits, Profile, run_with_grant
+from runtime.sandbox import run, wasi
 from tests.runtime.loopback import FakeAPI, Seen, json_ok, profile
 
 KEY = "sk-adv-" + "4b1d" * 8
@@ -47,7 +42,7 @@ def grant(
     return profile(base_url, key, allow, name=name, preamble=preamble)
 
 
-def ok(method: str, path: str, body: bytes | None) -> HostReply:
+def ok(request: HostRequest) -> HostReply:
     return HostReply(200, b'{"ok":1}', "application/json")
 
 
@@ -87,8 +82,8 @@ def test_shallow_reentrant_host_calls_still_work():
     """
     seen: list[str] = []
 
-    def handler(method: str, path: str, body: bytes | None) -> HostReply:
-        seen.append(path)
+    def handler(request: HostRequest) -> HostReply:
+        seen.append(request.path)
         return HostReply(200, b"1")
 
     r = run(code, handler=handler)
@@ -234,7 +229,7 @@ def test_a_drip_fed_reply_cannot_hold_a_call_past_its_deadline(api: FakeAPI):
     events: list[str] = []
     api.responder = drip(events)
     b = Broker(grant(api.url), deadline=time.monotonic() + 0.5)
-    reply = b("GET", "/v1/items/a", None)
+    reply = b(HostRequest("GET", "/v1/items/a", None))
     assert (reply.status, reply.body) == (502, b"host api unavailable\n")
     _wait_for(events)
     assert events == ["client left"]
@@ -269,7 +264,7 @@ def test_upstream_cookies_are_never_sent_back(api: FakeAPI):
     api.responder = set_cookie
     with Broker(grant(api.url)) as b:
         for _ in range(3):
-            assert b("GET", "/v1/items/a", None).status == 200
+            assert b(HostRequest("GET", "/v1/items/a", None)).status == 200
     assert [sorted(s.headers) for s in api.requests] == [
         ["accept", "accept-encoding", "authorization", "host"]
     ] * 3
@@ -315,7 +310,7 @@ def test_a_reply_reflecting_the_key_is_never_delivered(api: FakeAPI, key: str):
 def test_the_reflection_check_is_what_stops_the_echo(api: FakeAPI, monkeypatch):
     """Control for the test above: with the broker's check switched off, the same echo
     reaches the guest and the same searches find the key."""
-    monkeypatch.setattr(broker_mod.Broker, "_reflects_key", lambda self, body: False)
+    monkeypatch.setattr(Broker, "_reflects_key", lambda self, body: False)
     api.responder = echo_authorization(escape=False)
     memory: list[bytes] = []
     outcome = run_with_grant(ECHO_CODE, grant(api.url), memory_probe=memory.append)
@@ -326,7 +321,7 @@ def test_the_reflection_check_is_what_stops_the_echo(api: FakeAPI, monkeypatch):
 def test_an_unrelated_reply_is_delivered_unchanged(api: FakeAPI):
     api.responder = json_ok
     with Broker(grant(api.url)) as b:
-        reply = b("GET", "/v1/items/a", None)
+        reply = b(HostRequest("GET", "/v1/items/a", None))
     assert (reply.status, reply.body) == (200, b'{"ok":true}')
 
 
@@ -347,7 +342,7 @@ def test_proxy_variables_cannot_take_the_key_elsewhere(api: FakeAPI, monkeypatch
         for var in ("NO_PROXY", "no_proxy"):
             monkeypatch.delenv(var, raising=False)
         with Broker(grant(api.url)) as b:
-            assert b("GET", "/v1/items/a", None).status == 200
+            assert b(HostRequest("GET", "/v1/items/a", None)).status == 200
         assert trap.requests == [] and len(api.requests) == 1
         with httpx.Client(trust_env=True) as control:
             control.get(api.url + "/v1/items/a", headers={"Authorization": "Bearer control"})
@@ -424,7 +419,8 @@ def test_a_base_url_httpx_cannot_parse_is_refused_at_load_not_at_run(tmp_path, u
     """Found: the base_url rules were checked with urlsplit only, so a URL httpx refuses
     (a bad IDNA label, a stray bracket) loaded, and the run then died in Broker() with a
     traceback. Now it is a one-line refusal, in the file and as --base-url."""
-    from runtime.grants import GrantsError, load
+    from runtime import GrantsError
+    from runtime import load_grants as load
 
     with pytest.raises(GrantsError, match=r"^--base-url: .* is not a valid URL with a host$"):
         grant("http://127.0.0.1:1").with_base_url(url)
@@ -438,7 +434,7 @@ def test_a_base_url_httpx_cannot_parse_is_refused_at_load_not_at_run(tmp_path, u
 
 
 def test_loopback_and_idna_origins_still_load():
-    from runtime.grants import base_url_error
+    from runtime.broker.grants import base_url_error
 
     for url in (
         "http://127.0.0.1:8080",
@@ -454,16 +450,16 @@ def test_loopback_and_idna_origins_still_load():
 
 
 def _bridges(monkeypatch) -> list:
-    from runtime import sandbox
+    from runtime.sandbox import runner as sandbox
 
     made: list = []
 
-    class Spy(sandbox._Bridge):
+    class Spy(sandbox.Bridge):
         def __init__(self, *args, **kwargs) -> None:
             super().__init__(*args, **kwargs)
             made.append(self)
 
-    monkeypatch.setattr(sandbox, "_Bridge", Spy)
+    monkeypatch.setattr(sandbox, "Bridge", Spy)
     return made
 
 
@@ -509,7 +505,7 @@ def test_a_run_that_cannot_start_leaves_nothing_registered():
 
 SMALL_STACK_PROBE = """
 import sys, threading
-from runtime.sandbox import run
+from runtime import run_sandbox as run
 code = "function f() { f() } try { f() } catch (e) { print(e.name) }"
 threading.stack_size(1 << 20)
 out = []
@@ -563,7 +559,8 @@ def test_specgen_run_reads_a_bounded_amount_of_code(tmp_path):
 def test_a_body_with_a_long_integer_is_forwarded_byte_for_byte():
     """Found: the envelope scanner converted body numbers to Python ints, whose 4300-digit
     limit turned a valid JSON body into a 400; the body is only spanned, never used."""
-    from runtime.envelope import Envelope, decode
+    from runtime import HostRequest as Envelope
+    from runtime.sandbox.envelope import decode
 
     number = b"1" * 5000
     raw = b'{"method":"GET","path":"/a","body":[' + number + b",2.5e999]}"
@@ -580,7 +577,8 @@ def test_a_preamble_through_a_symlinked_directory_or_a_nested_duplicate_is_refus
     import json
     import os
 
-    from runtime.grants import GrantsError, load
+    from runtime import GrantsError
+    from runtime import load_grants as load
 
     outside = tmp_path / "outside"
     inside = tmp_path / "grants"
@@ -644,7 +642,7 @@ def test_sslkeylogfile_does_not_make_the_broker_write_tls_secrets(tmp_path, monk
     try:
         profile = grant(f"https://localhost:{server.server_address[1]}")
         with Broker(profile, deadline=time.monotonic() + 10) as b:
-            assert b("GET", "/v1/items/a", None).status == 502
+            assert b(HostRequest("GET", "/v1/items/a", None)).status == 502
     finally:
         server.shutdown()
     written = log.read_text() if log.exists() else ""

@@ -10,9 +10,9 @@ import httpx
 import pytest
 import respx
 
-import runtime.broker as broker_module
-from runtime.broker import MAX_REQUEST_BODY, MAX_RESPONSE_BODY, Broker
-from runtime.grants import Profile, Secret
+import runtime.broker.policy as broker_module
+from runtime import Broker, HostRequest, Profile, Secret
+from runtime.broker import MAX_REQUEST_BODY, MAX_RESPONSE_BODY
 from specgen.routes import parse_route_line
 from tests.runtime.targets import ADVERSARIAL, ALLOW, BAD_METHODS, REFERENCE
 
@@ -48,7 +48,7 @@ def test_reference_post_reaches_the_api_with_fresh_headers(api: respx.MockRouter
         )
     )
     b = Broker(profile("POST /v1/items/*"))
-    reply = b("post", "/v1/items/42", b'{"level":42}')
+    reply = b(HostRequest("post", "/v1/items/42", b'{"level":42}'))
     assert (reply.status, reply.body, reply.content_type) == (201, b'{"id":42}', "application/json")
     sent = route.calls.last.request
     assert sent.method == "POST"
@@ -77,17 +77,17 @@ def test_reference_post_reaches_the_api_with_fresh_headers(api: respx.MockRouter
 
 def test_no_body_no_content_type_and_no_token_no_authorization(api: respx.MockRouter) -> None:
     route = api.get("/v1/items/x").mock(return_value=httpx.Response(200, json=[]))
-    assert Broker(profile(token=None))("GET", "/v1/items/x", None).status == 200
+    assert Broker(profile(token=None))(HostRequest("GET", "/v1/items/x", None)).status == 200
     headers = route.calls.last.request.headers
     assert "content-type" not in headers and "authorization" not in headers
-    assert Broker(profile())("GET", "/v1/items/x", b"").status == 200
+    assert Broker(profile())(HostRequest("GET", "/v1/items/x", b"")).status == 200
     assert "content-type" not in route.calls.last.request.headers
 
 
 def test_trace_keeps_the_template_not_the_path(api: respx.MockRouter) -> None:
     api.get("/v1/items/secret-id-123").mock(return_value=httpx.Response(200, text="{}"))
     b = Broker(profile())
-    b("GET", "/v1/items/secret-id-123", None)
+    b(HostRequest("GET", "/v1/items/secret-id-123", None))
     snap = b.close()
     assert snap.rows[0].route == "/v1/items/*"
     assert "secret-id-123" not in repr(snap)
@@ -96,7 +96,7 @@ def test_trace_keeps_the_template_not_the_path(api: respx.MockRouter) -> None:
 @pytest.mark.parametrize("target", REFERENCE)
 def test_reference_denials(api: respx.MockRouter, target: str) -> None:
     b = Broker(profile())
-    reply = b("GET", target, None)
+    reply = b(HostRequest("GET", target, None))
     assert (reply.status, reply.body, reply.content_type) == (
         403,
         b"forbidden by sandbox capability allowlist\n",
@@ -110,10 +110,10 @@ def test_denial_lists_count_exactly_and_send_nothing(api: respx.MockRouter) -> N
     b = Broker(profile(max_calls=100_000))
     targets = REFERENCE + ADVERSARIAL
     for target in targets:
-        assert b("GET", target, None).status == 403, target
+        assert b(HostRequest("GET", target, None)).status == 403, target
     for method in BAD_METHODS:
-        assert b(method, "/v1/items/x", None).status == 403, method
-        assert b(method, "/v1/items/x/run", b"{}").status == 403, method
+        assert b(HostRequest(method, "/v1/items/x", None)).status == 403, method
+        assert b(HostRequest(method, "/v1/items/x/run", b"{}")).status == 403, method
     snap = b.close()
     assert api.calls.call_count == 0
     assert snap.denied == len(targets) + 2 * len(BAD_METHODS)
@@ -123,32 +123,32 @@ def test_denial_lists_count_exactly_and_send_nothing(api: respx.MockRouter) -> N
 def test_methods_are_case_insensitive_but_ascii(api: respx.MockRouter) -> None:
     route = api.post("/v1/items/x/run").mock(return_value=httpx.Response(200))
     b = Broker(profile())
-    assert b("post", "/v1/items/x/run", b"{}").status == 200
-    assert b("PoSt", "/v1/items/x/run", b"{}").status == 200
-    assert b("poſt", "/v1/items/x/run", b"{}").status == 403
+    assert b(HostRequest("post", "/v1/items/x/run", b"{}")).status == 200
+    assert b(HostRequest("PoSt", "/v1/items/x/run", b"{}")).status == 200
+    assert b(HostRequest("poſt", "/v1/items/x/run", b"{}")).status == 403
     assert route.call_count == 2
     assert all(c.request.method == "POST" for c in route.calls)
 
 
 def test_non_string_inputs_are_refused(api: respx.MockRouter) -> None:
     b = Broker(profile())
-    assert b(None, "/v1/items/x", None).status == 403  # type: ignore[arg-type]
-    assert b("GET", b"/v1/items/x", None).status == 403  # type: ignore[arg-type]
-    assert b("GET", "/v1/items/x", "{}").status == 403  # type: ignore[arg-type]
+    assert b(HostRequest(None, "/v1/items/x", None)).status == 403  # type: ignore[arg-type]
+    assert b(HostRequest("GET", b"/v1/items/x", None)).status == 403  # type: ignore[arg-type]
+    assert b(HostRequest("GET", "/v1/items/x", "{}")).status == 403  # type: ignore[arg-type]
     assert api.calls.call_count == 0
 
 
 def test_first_matching_entry_is_the_one_recorded(api: respx.MockRouter) -> None:
     api.get("/v1/items/special").mock(return_value=httpx.Response(200))
     b = Broker(profile("GET /v1/items/*", "GET /v1/items/special"))
-    b("GET", "/v1/items/special", None)
+    b(HostRequest("GET", "/v1/items/special", None))
     assert b.close().rows[0].route == "/v1/items/*"
 
 
 def test_ended_session_refuses(api: respx.MockRouter) -> None:
     b = Broker(profile())
     b.close()
-    reply = b("GET", "/v1/items/x", None)
+    reply = b(HostRequest("GET", "/v1/items/x", None))
     assert (reply.status, reply.body) == (503, b"host api grant has ended\n")
     assert b.trace.snapshot().denied == 1
     assert api.calls.call_count == 0
@@ -156,7 +156,7 @@ def test_ended_session_refuses(api: respx.MockRouter) -> None:
 
 def test_run_deadline_ends_the_grant(api: respx.MockRouter) -> None:
     b = Broker(profile(), deadline=time.monotonic() - 1)
-    assert b("GET", "/v1/items/x", None).body == b"host api grant has ended\n"
+    assert b(HostRequest("GET", "/v1/items/x", None)).body == b"host api grant has ended\n"
     assert api.calls.call_count == 0
 
 
@@ -173,20 +173,22 @@ def test_capacity_is_sixteen_in_flight(api: respx.MockRouter) -> None:
     b = Broker(profile())
     results: list[int] = []
     threads = [
-        threading.Thread(target=lambda: results.append(b("GET", "/v1/items/x", None).status))
+        threading.Thread(
+            target=lambda: results.append(b(HostRequest("GET", "/v1/items/x", None)).status)
+        )
         for _ in range(16)
     ]
     for t in threads:
         t.start()
     for _ in range(16):
         assert entered.acquire(timeout=10)
-    reply = b("GET", "/v1/items/x", None)
+    reply = b(HostRequest("GET", "/v1/items/x", None))
     assert (reply.status, reply.body) == (429, b"host api broker is at capacity\n")
     release.set()
     for t in threads:
         t.join(10)
     assert results == [200] * 16
-    assert b("GET", "/v1/items/x", None).status == 200
+    assert b(HostRequest("GET", "/v1/items/x", None)).status == 200
     snap = b.close()
     assert snap.denied == 1 and len(snap.rows) == 17
     # the refused call was not counted against the budget (capacity is checked first)
@@ -196,8 +198,8 @@ def test_capacity_is_sixteen_in_flight(api: respx.MockRouter) -> None:
 def test_budget_256_then_429(api: respx.MockRouter) -> None:
     route = api.get("/v1/items/x").mock(return_value=httpx.Response(200))
     b = Broker(profile())
-    assert all(b("GET", "/v1/items/x", None).status == 200 for _ in range(256))
-    reply = b("GET", "/v1/items/x", None)
+    assert all(b(HostRequest("GET", "/v1/items/x", None)).status == 200 for _ in range(256))
+    reply = b(HostRequest("GET", "/v1/items/x", None))
     assert (reply.status, reply.body) == (429, b"host api call budget for this run is exhausted\n")
     assert route.call_count == 256
     snap = b.close()
@@ -208,10 +210,10 @@ def test_max_calls_and_denied_probes_spend_budget(api: respx.MockRouter) -> None
     route = api.get("/v1/items/x").mock(return_value=httpx.Response(200))
     b = Broker(profile(max_calls=5))
     for _ in range(3):
-        assert b("GET", "/v1/items/%78", None).status == 403
-    assert b("GET", "/v1/items/x", None).status == 200
-    assert b("GET", "/v1/items/x", None).status == 200
-    assert b("GET", "/v1/items/x", None).status == 429
+        assert b(HostRequest("GET", "/v1/items/%78", None)).status == 403
+    assert b(HostRequest("GET", "/v1/items/x", None)).status == 200
+    assert b(HostRequest("GET", "/v1/items/x", None)).status == 200
+    assert b(HostRequest("GET", "/v1/items/x", None)).status == 429
     assert route.call_count == 2
     assert b.close().denied == 4
 
@@ -219,11 +221,11 @@ def test_max_calls_and_denied_probes_spend_budget(api: respx.MockRouter) -> None
 def test_request_body_limit(api: respx.MockRouter) -> None:
     route = api.post("/v1/items/x/run").mock(return_value=httpx.Response(200))
     b = Broker(profile())
-    assert b("POST", "/v1/items/x/run", b"1" * MAX_REQUEST_BODY).status == 200
-    reply = b("POST", "/v1/items/x/run", b"1" * (MAX_REQUEST_BODY + 1))
+    assert b(HostRequest("POST", "/v1/items/x/run", b"1" * MAX_REQUEST_BODY)).status == 200
+    reply = b(HostRequest("POST", "/v1/items/x/run", b"1" * (MAX_REQUEST_BODY + 1)))
     assert (reply.status, reply.body) == (413, b"host api request body too large\n")
     assert route.call_count == 1
-    assert b("POST", "/v1/items/x/run", b"{}").status == 200
+    assert b(HostRequest("POST", "/v1/items/x/run", b"{}")).status == 200
     assert b.close().denied == 1
 
 
@@ -234,7 +236,7 @@ def test_approve_equals_wire_recheck(
     """Even if the route rules approved a bad target, the URL re-check refuses it."""
     monkeypatch.setattr(broker_module, "first_match", lambda allow, m, p: allow[0])
     b = Broker(profile())
-    reply = b("GET", smuggled, None)
+    reply = b(HostRequest("GET", smuggled, None))
     assert (reply.status, reply.body) == (403, b"forbidden by sandbox capability allowlist\n")
     assert api.calls.call_count == 0
     assert b.close().denied == 1
@@ -249,13 +251,13 @@ def test_transport_error_is_502_and_the_next_call_works(api: respx.MockRouter) -
     ]
     b = Broker(profile())
     for _ in range(2):
-        reply = b("GET", "/v1/items/x", None)
+        reply = b(HostRequest("GET", "/v1/items/x", None))
         assert (reply.status, reply.body, reply.content_type) == (
             502,
             b"host api unavailable\n",
             TEXT,
         )
-    assert b("GET", "/v1/items/x", None).body == b"ok"
+    assert b(HostRequest("GET", "/v1/items/x", None)).body == b"ok"
     rows = b.close().rows
     assert [(r.status, r.delivered, r.bytes_back) for r in rows] == [
         (0, False, 0),
@@ -271,7 +273,7 @@ def test_declared_content_length_over_cap(api: respx.MockRouter) -> None:
         )
     )
     b = Broker(profile())
-    reply = b("GET", "/v1/items/x", None)
+    reply = b(HostRequest("GET", "/v1/items/x", None))
     assert (reply.status, reply.body) == (502, b"host api unavailable\n")
     (row,) = b.close().rows
     assert (row.status, row.delivered, row.bytes_back) == (200, False, 0)
@@ -282,7 +284,7 @@ def test_malformed_content_length_fails_closed(api: respx.MockRouter, value: str
     api.get("/v1/items/x").mock(
         return_value=httpx.Response(200, headers={"Content-Length": value}, content=b"x")
     )
-    assert Broker(profile())("GET", "/v1/items/x", None).status == 502
+    assert Broker(profile())(HostRequest("GET", "/v1/items/x", None)).status == 502
 
 
 def test_streamed_body_over_cap_is_502_and_never_buffered_past_it(api: respx.MockRouter) -> None:
@@ -296,7 +298,7 @@ def test_streamed_body_over_cap_is_502_and_never_buffered_past_it(api: respx.Moc
 
     api.get("/v1/items/x").mock(return_value=httpx.Response(200, stream=_Iter(stream())))
     b = Broker(profile())
-    reply = b("GET", "/v1/items/x", None)
+    reply = b(HostRequest("GET", "/v1/items/x", None))
     assert (reply.status, reply.body) == (502, b"host api unavailable\n")
     assert produced <= MAX_RESPONSE_BODY + 65536
     (row,) = b.close().rows
@@ -305,7 +307,7 @@ def test_streamed_body_over_cap_is_502_and_never_buffered_past_it(api: respx.Moc
 
 def test_body_of_exactly_the_cap_is_delivered(api: respx.MockRouter) -> None:
     api.get("/v1/items/x").mock(return_value=httpx.Response(200, content=b"y" * MAX_RESPONSE_BODY))
-    reply = Broker(profile())("GET", "/v1/items/x", None)
+    reply = Broker(profile())(HostRequest("GET", "/v1/items/x", None))
     assert reply.status == 200 and len(reply.body) == MAX_RESPONSE_BODY
 
 
@@ -332,20 +334,23 @@ def test_content_type_is_sanitised(
 ) -> None:
     headers = [] if header is None else [(b"Content-Type", header.encode("latin-1"))]
     api.get("/v1/items/x").mock(return_value=httpx.Response(200, headers=headers, content=b"{}"))
-    assert Broker(profile())("GET", "/v1/items/x", None).content_type == expected
+    assert Broker(profile())(HostRequest("GET", "/v1/items/x", None)).content_type == expected
 
 
 def test_two_content_types_fail_closed_to_octet_stream(api: respx.MockRouter) -> None:
     headers = [(b"Content-Type", b"application/json"), (b"Content-Type", b"text/html")]
     api.get("/v1/items/x").mock(return_value=httpx.Response(200, headers=headers, content=b"{}"))
-    assert Broker(profile())("GET", "/v1/items/x", None).content_type == "application/octet-stream"
+    assert (
+        Broker(profile())(HostRequest("GET", "/v1/items/x", None)).content_type
+        == "application/octet-stream"
+    )
 
 
 def test_compressed_reply_is_refused(api: respx.MockRouter) -> None:
     api.get("/v1/items/x").mock(
         return_value=httpx.Response(200, headers={"Content-Encoding": "gzip"}, content=b"\x1f\x8b")
     )
-    assert Broker(profile())("GET", "/v1/items/x", None).status == 502
+    assert Broker(profile())(HostRequest("GET", "/v1/items/x", None)).status == 502
 
 
 def test_redirect_is_returned_not_followed(api: respx.MockRouter) -> None:
@@ -356,7 +361,7 @@ def test_redirect_is_returned_not_followed(api: respx.MockRouter) -> None:
     )
     evil = respx.get("https://evil.example/steal")
     b = Broker(profile())
-    reply = b("GET", "/v1/items/x", None)
+    reply = b(HostRequest("GET", "/v1/items/x", None))
     assert (reply.status, reply.body) == (302, b"moved")
     assert route.call_count == 1 and evil.call_count == 0
 
@@ -365,7 +370,7 @@ def test_upstream_errors_are_forwarded_as_is(api: respx.MockRouter) -> None:
     api.get("/v1/items/x").mock(
         return_value=httpx.Response(503, headers={"Retry-After": "10"}, text="busy")
     )
-    reply = Broker(profile())("GET", "/v1/items/x", None)
+    reply = Broker(profile())(HostRequest("GET", "/v1/items/x", None))
     assert (reply.status, reply.body) == (503, b"busy")
 
 
@@ -373,19 +378,19 @@ def test_key_is_in_no_reply_or_trace(api: respx.MockRouter) -> None:
     api.route().mock(return_value=httpx.Response(200, text="fine"))
     b = Broker(profile())
     replies = [
-        b("GET", "/v1/items/x", None),
-        b("GET", "/v1/items/%78", None),
-        b("POST", "/v1/items/x/run", b"1" * (MAX_REQUEST_BODY + 1)),
+        b(HostRequest("GET", "/v1/items/x", None)),
+        b(HostRequest("GET", "/v1/items/%78", None)),
+        b(HostRequest("POST", "/v1/items/x/run", b"1" * (MAX_REQUEST_BODY + 1))),
     ]
     api.route().mock(side_effect=httpx.ConnectError(f"boom {KEY}"))
-    replies.append(b("GET", "/v1/items/y", None))
+    replies.append(b(HostRequest("GET", "/v1/items/y", None)))
     snap = b.close()
     blob = repr(replies) + repr(snap) + repr(b)
     assert KEY not in blob
     # planted: an upstream that echoes the key into its reply is found by the same search
     # once the broker's reflection check (tests/runtime/test_adversarial.py) is off
     api.route().mock(return_value=httpx.Response(200, text=KEY))
-    assert KEY not in repr(Broker(profile())("GET", "/v1/items/x", None))
+    assert KEY not in repr(Broker(profile())(HostRequest("GET", "/v1/items/x", None)))
     unchecked = Broker(profile())
     unchecked._reflects_key = lambda body: False  # type: ignore[method-assign]
-    assert KEY in repr(unchecked("GET", "/v1/items/x", None))
+    assert KEY in repr(unchecked(HostRequest("GET", "/v1/items/x", None)))

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.broker import MAX_RESPONSE_BODY, Broker
-from runtime.grants import Profile
+from runtime import Broker, HostRequest, Profile
+from runtime.broker import MAX_RESPONSE_BODY
 from tests.runtime.loopback import FakeAPI, chunked, free_port, json_ok, profile, reply, stall
 from tests.runtime.targets import ADVERSARIAL, BAD_METHODS, REFERENCE
 
@@ -23,7 +23,7 @@ def grant(base_url: str, max_calls: int = 256) -> Profile:
 
 def test_allowed_call_reaches_the_server_with_the_key(api: FakeAPI) -> None:
     with Broker(grant(api.url)) as b:
-        out = b("POST", "/v1/items/x/run", b'{"a":1}')
+        out = b(HostRequest("POST", "/v1/items/x/run", b'{"a":1}'))
     assert (out.status, out.body, out.content_type) == (200, b'{"ok":true}', "application/json")
     (seen,) = api.requests
     assert (seen.method, seen.path, seen.body) == ("POST", "/v1/items/x/run", b'{"a":1}')
@@ -44,10 +44,10 @@ def test_allowed_call_reaches_the_server_with_the_key(api: FakeAPI) -> None:
 def test_every_refusal_leaves_the_server_untouched(api: FakeAPI) -> None:
     b = Broker(grant(api.url, max_calls=100_000))
     for target in REFERENCE + ADVERSARIAL:
-        assert b("GET", target, None).status == 403, target
+        assert b(HostRequest("GET", target, None)).status == 403, target
     for method in BAD_METHODS:
-        assert b(method, "/v1/items/x", None).status == 403, method
-    assert b("GET", "/v1/items/x", None).status == 200
+        assert b(HostRequest(method, "/v1/items/x", None)).status == 403, method
+    assert b(HostRequest("GET", "/v1/items/x", None)).status == 200
     snap = b.close()
     assert snap.denied == len(REFERENCE) + len(ADVERSARIAL) + len(BAD_METHODS)
     assert [s.path for s in api.requests] == ["/v1/items/x"]
@@ -56,7 +56,7 @@ def test_every_refusal_leaves_the_server_untouched(api: FakeAPI) -> None:
 def test_api_down_is_502_and_nothing_crashes() -> None:
     b = Broker(grant(f"http://127.0.0.1:{free_port()}"))
     for _ in range(3):
-        out = b("GET", "/v1/items/x", None)
+        out = b(HostRequest("GET", "/v1/items/x", None))
         assert (out.status, out.body) == (502, b"host api unavailable\n")
     rows = b.close().rows
     assert [(r.status, r.delivered) for r in rows] == [(0, False)] * 3
@@ -65,9 +65,9 @@ def test_api_down_is_502_and_nothing_crashes() -> None:
 def test_slow_api_times_out_and_the_next_call_is_served(api: FakeAPI) -> None:
     api.responder = stall(5)
     b = Broker(grant(api.url), upstream_timeout_s=0.3)
-    assert b("GET", "/v1/items/x", None).status == 502
+    assert b(HostRequest("GET", "/v1/items/x", None)).status == 502
     api.responder = json_ok
-    assert b("GET", "/v1/items/y", None).status == 200
+    assert b(HostRequest("GET", "/v1/items/y", None)).status == 200
     rows = b.close().rows
     assert [(r.status, r.delivered) for r in rows] == [(0, False), (200, True)]
 
@@ -77,8 +77,8 @@ def test_run_deadline_bounds_a_slow_call(api: FakeAPI) -> None:
 
     api.responder = stall(5)
     b = Broker(grant(api.url), deadline=time.monotonic() + 0.3)
-    assert b("GET", "/v1/items/x", None).status == 502
-    assert b("GET", "/v1/items/x", None).body == b"host api grant has ended\n"
+    assert b(HostRequest("GET", "/v1/items/x", None)).status == 502
+    assert b(HostRequest("GET", "/v1/items/x", None)).body == b"host api grant has ended\n"
     assert len(api.requests) == 1
 
 
@@ -89,7 +89,7 @@ def test_redirect_to_another_origin_is_not_followed(api: FakeAPI) -> None:
             302, b"see other", {"Location": other.url + "/steal", "Set-Cookie": "a=b"}
         )
         b = Broker(grant(api.url))
-        out = b("GET", "/v1/items/x", None)
+        out = b(HostRequest("GET", "/v1/items/x", None))
         assert (out.status, out.body) == (302, b"see other")
         assert other.requests == []
         assert len(api.requests) == 1
@@ -108,7 +108,7 @@ def test_declared_oversize_is_502(api: FakeAPI) -> None:
 
     api.responder = respond
     b = Broker(grant(api.url))
-    assert b("GET", "/v1/items/x", None).body == b"host api unavailable\n"
+    assert b(HostRequest("GET", "/v1/items/x", None)).body == b"host api unavailable\n"
     (row,) = b.close().rows
     assert (row.status, row.delivered, row.bytes_back) == (200, False, 0)
 
@@ -116,12 +116,12 @@ def test_declared_oversize_is_502(api: FakeAPI) -> None:
 def test_chunked_oversize_is_502_and_small_chunked_is_delivered(api: FakeAPI) -> None:
     api.responder = chunked(12 * 1024 * 1024)
     b = Broker(grant(api.url))
-    assert b("GET", "/v1/items/x", None).status == 502
+    assert b(HostRequest("GET", "/v1/items/x", None)).status == 502
     api.responder = chunked(MAX_RESPONSE_BODY)
-    out = b("GET", "/v1/items/y", None)
+    out = b(HostRequest("GET", "/v1/items/y", None))
     assert out.status == 200 and len(out.body) == MAX_RESPONSE_BODY
     api.responder = chunked(10, chunk=3)
-    assert b("GET", "/v1/items/z", None).body == b"x" * 10
+    assert b(HostRequest("GET", "/v1/items/z", None)).body == b"x" * 10
     rows = b.close().rows
     assert [(r.delivered, r.bytes_back) for r in rows] == [
         (False, 0),
@@ -137,7 +137,7 @@ def test_proxy_environment_is_ignored(api: FakeAPI, monkeypatch: pytest.MonkeyPa
             monkeypatch.setenv(var, trap.url)
         monkeypatch.delenv("NO_PROXY", raising=False)
         monkeypatch.delenv("no_proxy", raising=False)
-        assert Broker(grant(api.url))("GET", "/v1/items/x", None).status == 200
+        assert Broker(grant(api.url))(HostRequest("GET", "/v1/items/x", None)).status == 200
         assert trap.requests == [] and len(api.requests) == 1
     finally:
         trap.close()

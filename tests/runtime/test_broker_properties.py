@@ -8,8 +8,7 @@ import string
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runtime.broker import Broker
-from runtime.grants import Profile
+from runtime import Broker, HostRequest, Profile
 from specgen.routes import METHODS, Route, first_match, pattern_error, target_allowed
 
 UNRESERVED = string.ascii_letters + string.digits + "-._~"
@@ -96,7 +95,7 @@ def _broker() -> Broker:
 @given(m=any_method, path=target)
 def test_the_broker_never_sends_what_the_rules_refuse(m: str, path: str) -> None:
     """A refused target gets a 403 without the HTTP client being touched."""
-    reply = _broker()(m, path, None)
+    reply = _broker()(HostRequest(m, path, None))
     if first_match(_ALLOW, m, path) is None:
         assert reply.status == 403
     else:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime import engine
-from runtime.engine import EngineError
+from runtime import EngineError
+from runtime.sandbox import engine
 
 
 def test_only_the_pinned_wasm_is_accepted():
@@ -86,7 +86,7 @@ def test_unwritable_cache_dir_is_not_fatal(tmp_path, monkeypatch):
 
 def test_a_new_process_with_a_warm_cache_does_not_compile(tmp_path):
     env = {**os.environ, engine.CACHE_ENV: str(tmp_path)}
-    code = "from runtime import engine, sandbox; print(engine.get_engine().loaded_from, sandbox.run('print(6*7)').stdout.strip())"
+    code = "from runtime import run_sandbox; from runtime.sandbox import engine; print(engine.get_engine().loaded_from, run_sandbox('print(6*7)').stdout.strip())"
     root = Path(__file__).resolve().parents[2]
     outs = [
         subprocess.run(

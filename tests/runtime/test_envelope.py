@@ -6,11 +6,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runtime.envelope import (
+from runtime import HostRequest as Envelope
+from runtime.sandbox.envelope import (
     MAX_ENVELOPE_BYTES,
     TEXT_INVALID,
     TEXT_TOO_LARGE,
-    Envelope,
     EnvelopeRefusal,
     decode,
 )

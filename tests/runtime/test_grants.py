@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from runtime.grants import DEFAULT_MAX_CALLS, GrantsError, Profile, Secret, load
+from runtime import GrantsError, Profile, Secret
+from runtime import load_grants as load
+from runtime.broker.grants import DEFAULT_MAX_CALLS
 from specgen.routes import Route
 
 KEY = "fake-agent-memory-token-held-by-the-broker"

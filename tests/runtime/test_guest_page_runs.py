@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime.hostapi import HostReply
-from runtime.sandbox import GuestGrant, Limits, run
+from runtime import GuestGrant, HostReply, HostRequest, Limits
+from runtime import run_sandbox as run
 from specgen import operations, render
 from specgen.routes import first_match, parse_route_line
 
@@ -37,9 +37,9 @@ def grant() -> GuestGrant:
     return GuestGrant(global_name="memory", allow=ALLOW, preamble=preamble)
 
 
-def broker(method: str, path: str, body: bytes | None) -> HostReply:
+def broker(request: HostRequest) -> HostReply:
     assert TOKEN  # held here, never handed to the guest
-    if first_match(ALLOW, method, path) is None:
+    if first_match(ALLOW, request.method, request.path) is None:
         return HostReply(403, b"forbidden by sandbox capability allowlist\n")
     return HostReply(200, b'{"success":true,"result":{"count":1,"answer":"x"}}', "application/json")
 

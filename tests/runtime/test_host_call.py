@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from runtime.hostapi import HostReply
-from runtime.sandbox import GuestGrant, run
+from runtime import GuestGrant, HostReply, HostRequest
+from runtime import run_sandbox as run
 from specgen.routes import Route, first_match
 
 FORBIDDEN = b"forbidden by sandbox capability allowlist\n"
@@ -25,7 +25,8 @@ class Recorder:
     ) -> None:
         self.allow, self.reply, self.status, self.calls = allow, reply, status, []
 
-    def __call__(self, method: str, path: str, body: bytes | None) -> HostReply:
+    def __call__(self, request: HostRequest) -> HostReply:
+        method, path, body = request.method, request.path, request.body
         self.calls.append((method, path, body))
         if first_match(self.allow, method, path) is None:
             return HostReply(403, FORBIDDEN)
@@ -119,7 +120,7 @@ def test_encoded_path_bypass_is_the_brokers_403():
 
 
 def test_handler_exception_is_500_with_no_detail_and_no_crash():
-    def broken(method, path, body):
+    def broken(request):
         raise RuntimeError("secret detail from the handler")
 
     r = run(raw_call('JSON.stringify({method: "GET", path: "/a"})'), handler=broken)
@@ -132,7 +133,7 @@ def test_handler_exception_is_500_with_no_detail_and_no_crash():
 def test_status_outside_100_599_is_an_internal_error(status):
     r = run(
         'try { __coderunner_host_call(JSON.stringify({method: "GET", path: "/a"})) } catch (e) { print(e.name + ": " + e.message) }',
-        handler=lambda m, p, b: HostReply(status, b""),
+        handler=lambda request: HostReply(status, b""),
     )
     assert r.stdout == "InternalError: host api bridge returned an invalid response\n"
 
@@ -140,7 +141,7 @@ def test_status_outside_100_599_is_an_internal_error(status):
 def test_reply_over_4_mib_is_500_empty():
     r = run(
         raw_call('JSON.stringify({method: "GET", path: "/a"})'),
-        handler=lambda m, p, b: HostReply(200, b"x" * ((4 << 20) + 1)),
+        handler=lambda request: HostReply(200, b"x" * ((4 << 20) + 1)),
     )
     assert json.loads(r.stdout) == {"status": 500, "body": ""}
 

@@ -6,8 +6,8 @@ preamble) and finding it with the very same search.
 
 from __future__ import annotations
 
-from runtime.hostapi import HostReply
-from runtime.sandbox import GuestGrant, run
+from runtime import GuestGrant, HostReply, HostRequest
+from runtime import run_sandbox as run
 from specgen.routes import Route
 
 SECRET = "sk-live-" + "7f3a9c" * 6
@@ -41,7 +41,7 @@ class SecretHoldingBroker:
         self._authorization = f"Bearer {secret}"
         self.calls = 0
 
-    def __call__(self, method: str, path: str, body: bytes | None) -> HostReply:
+    def __call__(self, request: HostRequest) -> HostReply:
         self.calls += 1
         assert self._authorization.startswith("Bearer ")
         return HostReply(200, b'{"name": "widget"}', "application/json")
@@ -93,7 +93,7 @@ def test_the_same_searches_find_a_secret_planted_in_a_preamble():
 def test_the_memory_search_finds_a_secret_that_only_passed_through_a_reply():
     """A reply is copied into guest memory: a broker that leaked the key would be caught."""
     snapshots: list[bytes] = []
-    leaky = lambda m, p, b: HostReply(200, ('{"name": "' + SECRET + '"}').encode())  # noqa: E731
+    leaky = lambda request: HostReply(200, ('{"name": "' + SECRET + '"}').encode())  # noqa: E731
     run(
         'globalThis.kept = await host.get("/v1/items/a")',  # kept alive, as a leak would be
         grant=GuestGrant(allow=ALLOW),

@@ -8,10 +8,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+from runtime import Limits, run_with_grant
+from runtime import load_grants as load
 from runtime.cli import run
-from runtime.grants import load
-from runtime.sandbox import Limits
-from runtime.session import run_with_grant
 from tests.runtime.loopback import FakeAPI, free_port, reply
 from tests.runtime.targets import ADVERSARIAL, REFERENCE
 
@@ -381,8 +380,7 @@ def test_missing_code_file(tmp_path: Path) -> None:
 def test_run_profile_rechecks_the_caller_and_counts_memory_hits(
     tmp_path: Path, api: FakeAPI
 ) -> None:
-    from runtime.grants import GrantsError
-    from runtime.session import run_profile
+    from runtime import GrantsError, run_profile
 
     grants_file(tmp_path)
     profile = load(tmp_path / "grants.json", environ={"CLOUDFLARE_API_TOKEN": KEY}).select(

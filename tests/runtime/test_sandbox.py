@@ -8,13 +8,13 @@ import threading
 
 import pytest
 
-from runtime import sandbox
-from runtime.hostapi import HostReply
-from runtime.sandbox import GuestGrant, Limits, run
+from runtime import GuestGrant, HostReply, HostRequest, Limits, host_call_deadline
+from runtime import run_sandbox as run
 from specgen.routes import Route
 
 
-def ok_handler(method: str, path: str, body: bytes | None) -> HostReply:
+def ok_handler(request: HostRequest) -> HostReply:
+    method, path, body = request.method, request.path, request.body
     return HostReply(
         200,
         json.dumps(
@@ -227,8 +227,8 @@ def test_host_calls_are_bounded():
 def test_handler_sees_the_run_deadline():
     seen = []
 
-    def handler(method, path, body):
-        seen.append(sandbox.host_call_deadline())
+    def handler(request):
+        seen.append(host_call_deadline())
         return HostReply(200, b"{}")
 
     run(
@@ -237,13 +237,13 @@ def test_handler_sees_the_run_deadline():
         limits=Limits(timeout_s=2),
     )
     assert seen and seen[0] is not None
-    assert sandbox.host_call_deadline() is None
+    assert host_call_deadline() is None
 
 
 def test_time_inside_a_host_call_counts_against_the_limit():
     import time
 
-    def slow(method, path, body):
+    def slow(request):
         time.sleep(0.4)
         return HostReply(200, b"{}")
 

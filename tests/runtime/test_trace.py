@@ -8,9 +8,8 @@ import httpx
 import pytest
 import respx
 
-from runtime.broker import Broker
-from runtime.grants import Profile, Secret
-from runtime.trace import MAX_ROWS, CallTrace, TraceIdError, audit_line, format_table
+from runtime import Broker, HostRequest, Profile, Secret, TraceIdError, audit_line, format_table
+from runtime.broker.trace import MAX_ROWS, CallTrace
 from specgen.routes import Route, parse_route_line
 
 KEY = "audit-key-91c2"
@@ -112,8 +111,8 @@ def test_key_path_and_body_never_reach_the_audit_line() -> None:
         with respx.mock(assert_all_called=False) as api:
             api.route().mock(return_value=httpx.Response(200, text="body-secret-" + KEY))
             b = Broker(grant)
-            b("POST", path, b'{"content":"private words"}')
-            b("POST", "/v1/items/%41", None)
+            b(HostRequest("POST", path, b'{"content":"private words"}'))
+            b(HostRequest("POST", "/v1/items/%41", None))
             snap = b.close()
         return audit_line("p", snap, trace_id="t1") + format_table(snap)
 

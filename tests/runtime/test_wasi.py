@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import wasmtime
 
-from runtime import engine, wasi
+from runtime.sandbox import engine, wasi
 
 
 def test_imports_match_the_module_exactly():

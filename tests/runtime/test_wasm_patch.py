@@ -7,8 +7,9 @@ import wasmtime
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runtime import engine, qjs_vm, wasi, wasm_patch
-from runtime.wasm_patch import PatchError
+from runtime import PatchError
+from runtime.sandbox import engine, wasi, wasm_patch
+from runtime.sandbox import vm as qjs_vm
 
 
 @pytest.fixture(scope="module")

@@ -17,8 +17,9 @@ import struct
 import wasmtime
 from wasmtime import _ffi as ffi
 
-from runtime import engine as engine_mod
-from runtime import wasi
+from runtime.errors import VmError
+from runtime.sandbox import engine as engine_mod
+from runtime.sandbox import wasi
 
 TAG_OBJECT, TAG_INT, TAG_BOOL, TAG_NULL, TAG_UNDEFINED, TAG_EXCEPTION = -1, 0, 1, 2, 3, 6
 JS_EXCEPTION = TAG_EXCEPTION << 32
@@ -45,10 +46,6 @@ def s64(u: int) -> int:
 
 def js_int(i: int) -> int:
     return s64((TAG_INT << 32) | (i & 0xFFFFFFFF))
-
-
-class VmError(RuntimeError):
-    """The engine misbehaved in a way no guest program should be able to cause."""
 
 
 class Vm:

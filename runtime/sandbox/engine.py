@@ -28,7 +28,8 @@ from pathlib import Path
 import platformdirs
 import wasmtime
 
-from runtime import wasi, wasm_patch
+from runtime.errors import EngineError
+from runtime.sandbox import wasi, wasm_patch
 from specgen.files import write_atomic
 
 WASM_DISTRIBUTION = "qjs-wasi-reactor.wasm"
@@ -49,10 +50,6 @@ EPOCH_TICK_S = 0.005
 
 CACHE_ENV = "PLIMSOLL_CACHE_DIR"
 _DIGEST = 32
-
-
-class EngineError(RuntimeError):
-    """The engine cannot be set up; str() is a one-line reason naming what was refused."""
 
 
 def engine_settings() -> dict[str, object]:

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
-from runtime.engine import MAX_WASM_STACK
+from runtime.sandbox.engine import MAX_WASM_STACK
 
 T = TypeVar("T")
 

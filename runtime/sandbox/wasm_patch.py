@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from runtime.errors import PatchError
+
 WASM_PAGE = 65536
 TABLE_EXPORT = "__indirect_function_table"
 DEFAULT_STACK_BYTES = 1 << 20
@@ -35,10 +37,6 @@ _MAGIC = b"\x00asm\x01\x00\x00\x00"
 _SEC_TABLE, _SEC_MEMORY, _SEC_GLOBAL, _SEC_EXPORT = 4, 5, 6, 7
 _FUNCREF, _I32, _I32_CONST, _END = 0x70, 0x7F, 0x41, 0x0B
 _EXPORT_TABLE = 0x01
-
-
-class PatchError(ValueError):
-    """The module does not have the layout the patches were written for."""
 
 
 def _uleb(value: int) -> bytes:

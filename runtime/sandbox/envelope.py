@@ -15,21 +15,16 @@ import json
 from dataclasses import dataclass
 from json.decoder import scanstring
 
+from runtime.contract import HostRequest
+from runtime.messages import MSG_ENVELOPE_INVALID, MSG_ENVELOPE_TOO_LARGE
+
 #: 1 MiB + 64 KiB: the largest envelope the host will read.
 MAX_ENVELOPE_BYTES = 1_114_112
-TEXT_TOO_LARGE = "host api request envelope too large\n"
-TEXT_INVALID = "invalid host api request envelope\n"
+TEXT_TOO_LARGE = MSG_ENVELOPE_TOO_LARGE + "\n"
+TEXT_INVALID = MSG_ENVELOPE_INVALID + "\n"
 STATUS_TOO_LARGE, STATUS_INVALID = 413, 400
 _KEYS = ("method", "path", "body")
 _WS = " \t\n\r"
-
-
-@dataclass(frozen=True, slots=True)
-class Envelope:
-    method: str
-    path: str
-    #: The exact UTF-8 JSON text the guest wrote for `body`, or None when absent.
-    body: bytes | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +88,7 @@ def _scan_object(s: str) -> dict[str, tuple[int, int, object]]:
     return fields
 
 
-def decode(raw: bytes) -> Envelope | EnvelopeRefusal:
+def decode(raw: bytes) -> HostRequest | EnvelopeRefusal:
     """The envelope, or the refusal (status and exact body text) the guest gets instead."""
     if not raw or len(raw) > MAX_ENVELOPE_BYTES:
         return EnvelopeRefusal(STATUS_TOO_LARGE, TEXT_TOO_LARGE)
@@ -110,4 +105,4 @@ def decode(raw: bytes) -> Envelope | EnvelopeRefusal:
     if "body" in fields:
         start, end, _ = fields["body"]
         body = text[start:end].encode("utf-8")
-    return Envelope(method, path, body)
+    return HostRequest(method, path, body)

@@ -23,12 +23,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from runtime.errors import GrantsError, one_line
+from runtime.messages import MSG_NOT_AVAILABLE
 from specgen.files import read_limited
 from specgen.routes import (
     METHODS,
     Route,
     RouteError,
-    is_control,
     parse_route_line,
     pattern_error,
     route_error,
@@ -57,17 +58,6 @@ _PROFILE_FIELDS = frozenset(
     }
 )
 _TOKEN_FIELDS = frozenset({"type", "env"})
-
-
-class GrantsError(ValueError):
-    """A grants file, profile or selection refused; str() is the whole one-line message.
-
-    Operator text (a route line, a file name) is echoed into messages; any control
-    character in it is escaped here so a refusal can never span two lines.
-    """
-
-    def __init__(self, message: str) -> None:
-        super().__init__(_one_line(message))
 
 
 class Secret:
@@ -167,7 +157,7 @@ class Grants:
         for profile in self.profiles:
             if profile.name == name and profile.allows(caller):
                 return profile
-        raise GrantsError(f"grant_profile {_quote(name)} is not available to this caller")
+        raise GrantsError(MSG_NOT_AVAILABLE.format(name=_quote(name)))
 
 
 # ---------------------------------------------------------------------------------------
@@ -509,14 +499,7 @@ def _utf8(s: str) -> bool:
 
 def _quote(s: str) -> str:
     """Go-%q-like quoting: a double-quoted string with escapes, always on one line."""
-    return _one_line(json.dumps(s, ensure_ascii=False))
-
-
-def _one_line(s: str) -> str:
-    """Escape control characters, line terminators and lone surrogates as \\uXXXX."""
-    return "".join(
-        f"\\u{ord(ch):04x}" if is_control(ch) or 0xD800 <= ord(ch) <= 0xDFFF else ch for ch in s
-    )
+    return one_line(json.dumps(s, ensure_ascii=False))
 
 
 __all__ = [

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 
 import orjson
 
+from runtime.errors import TraceIdError
 from specgen.routes import Route
 
 #: Rows a trace keeps; later calls are still made but only counted as dropped. The cap
@@ -22,10 +23,6 @@ from specgen.routes import Route
 MAX_ROWS = 256
 
 _TRACE_ID = re.compile(r"[A-Za-z0-9._:\-]{1,128}\Z")
-
-
-class TraceIdError(ValueError):
-    """A caller-supplied trace_id the audit line will not carry."""
 
 
 @dataclass(frozen=True, slots=True)

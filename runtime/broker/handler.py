@@ -1,0 +1,211 @@
+"""The broker: the only code that decides a guest's host call and the only holder of the key.
+
+One `Broker` is one session, i.e. one run. The sandbox calls it once per guest host call
+(it is a `runtime.contract.HostHandler`) and blocks the guest until it answers. Each call
+goes through the reference's checks in the reference's order, and only a call that
+passed all of them is sent, on a request the policy built (`policy.py`) from nothing the
+guest controls except the approved path and the body bytes: fixed headers, the
+operator's origin, and the credential (`credentials.py`) added last. Refusals never
+reach the API; sending and reading the reply is `upstream.py`'s.
+
+The key is revealed only by the credential, after approval. No reply to the guest, trace
+row or error text is derived from it, and no exception text from the HTTP stack (which
+could name the URL) is ever shown to the guest. An upstream reply that carries the key
+back verbatim (an echo endpoint, a debug page reflecting the Authorization header) is
+not delivered: the guest gets 502 instead.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import httpx
+
+from runtime.broker import upstream
+from runtime.broker.grants import Profile
+from runtime.broker.policy import Policy
+from runtime.broker.trace import CallTrace, TraceSnapshot
+from runtime.broker.upstream import MAX_RESPONSE_BODY, Fault, Upstream
+from runtime.contract import HostReply, HostRequest
+from runtime.messages import (
+    MSG_BUDGET,
+    MSG_CAPACITY,
+    MSG_ENDED,
+    MSG_FORBIDDEN,
+    MSG_TOO_LARGE,
+    MSG_UPSTREAM,
+    reply_text,
+)
+
+#: Calls that may be in flight at once in one session.
+MAX_IN_FLIGHT = 16
+#: Largest request body forwarded upstream (bytes).
+MAX_REQUEST_BODY = 1 << 20
+#: Time allowed for one upstream call, headers and body together (seconds).
+UPSTREAM_TIMEOUT_S = 60.0
+#: How long ending a session waits for calls still in flight (seconds).
+END_GRACE_S = 2.0
+
+_TEXT = "text/plain; charset=utf-8"
+
+
+def refusal(status: int, message: str) -> HostReply:
+    """A broker-made reply: fixed text plus newline, never upstream bytes."""
+    return HostReply(status=status, body=reply_text(message), content_type=_TEXT)
+
+
+class Broker:
+    """One run's session: a fresh HTTP client, budget, slots and trace.
+
+    Build it just before the guest starts and `close()` it when the run ends; after
+    that every call gets 503 `host api grant has ended`. `deadline` is the run's end on
+    the `time.monotonic()` clock: no upstream call outlives it.
+    """
+
+    def __init__(
+        self,
+        profile: Profile,
+        *,
+        deadline: float | None = None,
+        upstream_timeout_s: float = UPSTREAM_TIMEOUT_S,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self._profile = profile
+        self._policy = Policy(profile)
+        self._budget = profile.max_calls
+        self._deadline = deadline
+        self._timeout_s = upstream_timeout_s
+        self._slots = threading.BoundedSemaphore(MAX_IN_FLIGHT)
+        self._lock = threading.Lock()
+        self._calls = 0
+        self._ended = False
+        self.trace = CallTrace()
+        self._client = upstream.new_client(upstream_timeout_s, MAX_IN_FLIGHT, transport)
+
+    # -- the HostHandler --------------------------------------------------------------
+
+    def __call__(self, call: HostRequest) -> HostReply:
+        if self._ended or self._expired():
+            self.trace.deny()
+            return refusal(503, MSG_ENDED)
+        if not self._slots.acquire(blocking=False):
+            self.trace.deny()
+            return refusal(429, MSG_CAPACITY)
+        try:
+            return self._decide(call.method, call.path, call.body)
+        finally:
+            self._slots.release()
+
+    def _decide(self, method: str, path: str, body: bytes | None) -> HostReply:
+        with self._lock:
+            self._calls += 1
+            over_budget = self._calls > self._budget
+        if over_budget:
+            self.trace.deny()
+            return refusal(429, MSG_BUDGET)
+
+        route = self._policy.approve(method, path)
+        if route is None:
+            self.trace.deny()
+            return refusal(403, MSG_FORBIDDEN)
+
+        if body is not None and not isinstance(body, bytes | bytearray | memoryview):
+            # Not what the HostHandler contract promises; forwarding a guess would send
+            # bytes nobody approved.
+            self.trace.deny()
+            return refusal(403, MSG_FORBIDDEN)
+        payload = bytes(body) if body is not None else b""
+        if len(payload) > MAX_REQUEST_BODY:
+            self.trace.deny()
+            return refusal(413, MSG_TOO_LARGE)
+
+        try:
+            request = self._policy.build(
+                self._client, route.method, path, payload, self._call_timeout()
+            )
+        except Exception:
+            request = None
+        if request is None:
+            self.trace.deny()
+            return refusal(403, MSG_FORBIDDEN)
+
+        if self._ended or self._expired():
+            self.trace.deny()
+            return refusal(503, MSG_ENDED)
+
+        started = time.monotonic()
+        up: Upstream | None
+        try:
+            up = upstream.send(self._client, request, self._call_timeout())
+            status = up.status
+        except Fault as fault:
+            up, status = None, fault.status
+        delivered = up is not None and not self._reflects_key(up.body)
+        self.trace.record(
+            route,
+            status=status,
+            delivered=delivered,
+            bytes_sent=len(payload),
+            bytes_back=len(up.body) if up is not None and delivered else 0,
+            latency_s=time.monotonic() - started,
+        )
+        if up is None or not delivered:
+            return refusal(502, MSG_UPSTREAM)
+        return HostReply(status=up.status, body=up.body, content_type=up.content_type)
+
+    def _reflects_key(self, body: bytes) -> bool:
+        """Does the reply hold the key as sent, or as a JSON string would escape it?"""
+        return self._policy.reflects_key(body)
+
+    # -- time -------------------------------------------------------------------------
+
+    def _call_timeout(self) -> float:
+        if self._deadline is None:
+            return self._timeout_s
+        return max(0.001, min(self._timeout_s, self._deadline - time.monotonic()))
+
+    def _expired(self) -> bool:
+        return self._deadline is not None and time.monotonic() >= self._deadline
+
+    # -- lifetime ---------------------------------------------------------------------
+
+    def close(self) -> TraceSnapshot:
+        """End the session: refuse every later call, let in-flight ones finish briefly."""
+        self._ended = True
+        waited: list[bool] = []
+        stop = time.monotonic() + END_GRACE_S
+        for _ in range(MAX_IN_FLIGHT):
+            waited.append(self._slots.acquire(timeout=max(0.0, stop - time.monotonic())))
+        try:
+            self._client.close()
+        finally:
+            for got in waited:
+                if got:
+                    self._slots.release()
+        return self.trace.snapshot()
+
+    def __enter__(self) -> Broker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def calls(self) -> int:
+        """Calls counted against the budget so far (denied ones included)."""
+        return self._calls
+
+    def __repr__(self) -> str:
+        return f"Broker(profile={self._profile.name!r}, calls={self._calls})"
+
+
+__all__ = [
+    "END_GRACE_S",
+    "MAX_IN_FLIGHT",
+    "MAX_REQUEST_BODY",
+    "MAX_RESPONSE_BODY",
+    "UPSTREAM_TIMEOUT_S",
+    "Broker",
+    "refusal",
+]

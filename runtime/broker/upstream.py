@@ -1,0 +1,147 @@
+"""Sending one approved request to the grant's origin and reading its reply, bounded.
+
+Why apart from the decision: this module holds the HTTP client and nothing that knows
+the grant's rules; it is handed a request the policy built and returns either an
+`Upstream` (status, body, sanitised content type) or raises `Fault`. No exception text
+from the HTTP stack (which could name the URL) ever leaves it, a body is read as it
+streams and never past the cap, and a compressed or oddly framed reply is a fault.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.cookiejar
+import time
+from dataclasses import dataclass
+
+import httpx
+
+from runtime.broker.transport import DeadlineTransport, call_deadline
+
+#: Largest response body returned to the guest (bytes); larger is a 502, never truncated.
+MAX_RESPONSE_BODY = 4 << 20
+
+_OCTET = "application/octet-stream"
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """What came back from one upstream call, before it is turned into a reply."""
+
+    status: int
+    body: bytes
+    content_type: str
+
+
+class Fault(Exception):
+    """The upstream call failed; `status` is the upstream status if one arrived, else 0."""
+
+    def __init__(self, status: int = 0) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+class _NoCookies(http.cookiejar.CookieJar):
+    """A jar that keeps nothing: no upstream Set-Cookie ever goes back as a Cookie."""
+
+    def set_cookie(self, cookie: http.cookiejar.Cookie) -> None:
+        pass
+
+    def extract_cookies(self, response: object, request: object) -> None:
+        pass
+
+
+def new_client(
+    timeout_s: float, max_connections: int, transport: httpx.BaseTransport | None
+) -> httpx.Client:
+    """A fresh client per session: no connection, cookie or header outlives the run.
+
+    trust_env=False ignores HTTP(S)_PROXY/NETRC; redirects are returned, not followed, so
+    the Authorization header can never be replayed to a Location's origin; the jar keeps
+    no cookie, so no header but the policy's is sent; the default transport ends every
+    socket operation at the call's deadline (runtime/broker/transport.py).
+    """
+    client = httpx.Client(
+        trust_env=False,
+        follow_redirects=False,
+        timeout=httpx.Timeout(timeout_s),
+        transport=transport if transport is not None else DeadlineTransport(max_connections),
+        cookies=_NoCookies(),
+    )
+    # httpx adds its own defaults (Accept: */*, compression, a User-Agent); the request
+    # carries only the headers the policy sets.
+    client.headers.clear()
+    return client
+
+
+def send(client: httpx.Client, request: httpx.Request, timeout_s: float) -> Upstream:
+    """Send `request`; every socket operation ends within `timeout_s` from now."""
+    limit = time.monotonic() + timeout_s
+    with call_deadline(limit):
+        return _exchange(client, request, limit)
+
+
+def _exchange(client: httpx.Client, request: httpx.Request, limit: float) -> Upstream:
+    try:
+        response = client.send(request, stream=True)
+    except Exception:
+        raise Fault(0) from None
+    try:
+        status = response.status_code
+        if not 100 <= status <= 599:
+            raise Fault(status)
+        declared = _declared_length(response)
+        if declared is not None and declared > MAX_RESPONSE_BODY:
+            raise Fault(status)
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        if encoding not in ("", "identity"):
+            # We asked for identity; compressed bytes are not what the guest can use,
+            # and decompressing would let a small body grow past the cap.
+            raise Fault(status)
+        body = _read_capped(response, limit, status)
+        return Upstream(status=status, body=body, content_type=_content_type(response))
+    except Fault:
+        raise
+    except Exception:
+        raise Fault(response.status_code) from None
+    finally:
+        with contextlib.suppress(Exception):
+            response.close()
+
+
+def _declared_length(response: httpx.Response) -> int | None:
+    values = response.headers.get_list("content-length")
+    if not values:
+        return None
+    lengths = {v.strip() for v in values}
+    if len(lengths) != 1:
+        raise Fault(response.status_code)
+    (text,) = lengths
+    if not text.isdigit():
+        raise Fault(response.status_code)
+    return int(text)
+
+
+def _read_capped(response: httpx.Response, limit: float, status: int) -> bytes:
+    """The body, read as it streams; never holds more than the cap plus one byte."""
+    buf = bytearray()
+    for chunk in response.iter_raw():
+        room = MAX_RESPONSE_BODY + 1 - len(buf)
+        buf += chunk[:room]
+        if len(buf) > MAX_RESPONSE_BODY or time.monotonic() > limit:
+            raise Fault(status)
+    return bytes(buf)
+
+
+def _content_type(response: httpx.Response) -> str:
+    """The upstream Content-Type if it is one plain printable line, else octet-stream."""
+    raw = [v for k, v in response.headers.raw if k.lower() == b"content-type"]
+    if len(raw) != 1:
+        return _OCTET
+    value = raw[0]
+    if not value or len(value) > 256 or any(b < 0x20 or b >= 0x7F for b in value):
+        return _OCTET
+    return value.decode("ascii")
+
+
+__all__ = ["MAX_RESPONSE_BODY", "Fault", "Upstream", "new_client", "send"]
