@@ -1,0 +1,104 @@
+"""The runtime's rooms, drawn from their imports (ast, no import executed).
+
+`runtime/sandbox` never imports `runtime/broker` and vice versa, so the engine could move
+to another process than the key; `runtime/cli.py` imports nothing from the runtime but
+its public API (`from runtime import ...`). A test that fails when the claim is false:
+the drawing is checked against planted violations too.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+RUNTIME = ROOT / "runtime"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports_of(source: str, module: str) -> set[str]:
+    """Every module `source` imports, absolute; `from X import name` also yields X.name."""
+    package = module if module.endswith("__init__") else module.rsplit(".", 1)[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+    return found
+
+
+def graph() -> dict[str, set[str]]:
+    return {
+        _module_name(path): imports_of(path.read_text(encoding="utf-8"), _module_name(path))
+        for path in sorted(RUNTIME.rglob("*.py"))
+    }
+
+
+def _inside(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def violations(edges: dict[str, set[str]]) -> list[str]:
+    out = []
+    for module, targets in edges.items():
+        for target in sorted(targets):
+            if _inside(module, "runtime.sandbox") and _inside(target, "runtime.broker"):
+                out.append(f"{module} -> {target}")
+            if _inside(module, "runtime.broker") and _inside(target, "runtime.sandbox"):
+                out.append(f"{module} -> {target}")
+            if module == "runtime.cli" and _inside(target, "runtime"):
+                public = target == "runtime" or (
+                    target.count(".") == 1 and target.split(".")[1] in _public_names()
+                )
+                if not public:
+                    out.append(f"{module} -> {target}")
+    return out
+
+
+def _public_names() -> set[str]:
+    import runtime
+
+    return set(runtime.__all__)
+
+
+def test_the_graph_sees_every_room() -> None:
+    edges = graph()
+    assert "runtime.sandbox.runner" in edges and "runtime.broker.handler" in edges
+    assert "runtime.sandbox" in edges["runtime.session"]
+    assert "runtime.broker" in edges["runtime.session"]
+
+
+def test_sandbox_and_broker_never_import_each_other_and_cli_uses_only_the_public_api() -> None:
+    assert violations(graph()) == []
+
+
+@pytest.mark.parametrize(
+    ("module", "source"),
+    [
+        ("runtime.sandbox.bridge", "from runtime.broker.handler import Broker\n"),
+        ("runtime.sandbox.runner", "import runtime.broker\n"),
+        ("runtime.broker.policy", "from runtime.sandbox import run\n"),
+        ("runtime.broker.handler", "from ..sandbox import runner\n"),
+        ("runtime.cli", "from runtime.session import run_with_grant\n"),
+        ("runtime.cli", "from runtime.broker import Broker\n"),
+    ],
+)
+def test_a_planted_violation_is_found(module: str, source: str) -> None:
+    edges = graph()
+    edges[module] = edges[module] | imports_of(source, module)
+    assert violations(edges), source
