@@ -49,7 +49,12 @@ def js_int(i: int) -> int:
 
 
 class Vm:
-    """A fresh Store + instance of the shared module; never reused after a trap."""
+    """A fresh Store + instance of the shared module; never reused after a trap.
+
+    Longer than the runtime's other classes on purpose: it is the one owner of a Store's
+    raw FFI handles (exports, memory, table), and every method is a few lines over them;
+    splitting it would hand those handles to a second object with the same lifetime.
+    """
 
     def __init__(
         self,
