@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import jinja2
+from markupsafe import Markup, escape
+
 from examples.memory_grant.claims import key_leaks, printed_lines
 from examples.memory_grant.runner import HERE, ExampleResult, RunRecord
 from specgen.build import Result as SpecResult
@@ -136,13 +139,27 @@ def printed(run: RunRecord) -> str:
     return "\n".join(printed_lines(run.stdout + run.stderr))
 
 
+def breakable(text: str) -> Markup:
+    """Escape `text` and let it wrap after every "/": a route on a phone then breaks
+    between its segments, never inside an ID or a word."""
+    return Markup(str(escape(text)).replace("/", "/<wbr>"))
+
+
+def page_environment() -> jinja2.Environment:
+    """specgen's HTML environment plus the page's own filter, without adding that
+    filter to the environment specgen shares with its generated files."""
+    env = environment(html=True).overlay()
+    env.filters = {**env.filters, "breakable": breakable}
+    return env
+
+
 def render_page(result: ExampleResult, spec: SpecResult) -> str:
     first = result.runs[0]
     content = "The customer wants replies in Spanish."
     sent = first.rows[0].bytes_sent if first.rows else 0
     id_route = first.rows[2].route.rsplit("/", 1)[-1] if len(first.rows) > 2 else ""
     return (
-        environment(html=True)
+        page_environment()
         .get_template("memory_grant/index.html.j2")
         .render(
             figures=figures(result, spec),
