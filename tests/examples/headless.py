@@ -56,21 +56,25 @@ class Browser:
             os.dup2(high_w, 4)
 
         self._proc = subprocess.Popen(
-            [binary, *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-pipe", "about:blank"],
+            [
+                binary,
+                *FLAGS,
+                f"--user-data-dir={profile}",
+                "--remote-debugging-pipe",
+                "about:blank",
+            ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             env={**os.environ, "HOME": str(profile)},
             close_fds=False,  # our pipe ends are close-on-exec; only the dup2 copies pass
-            preexec_fn=wire_fds,  # noqa: PLW1509 (a single-threaded test process)
+            preexec_fn=wire_fds,  # pytest runs this single-threaded
         )
         os.close(to_child_r)
         os.close(from_child_w)
         targets = self.send("Target.getTargets")["targetInfos"]
         page = next(t["targetId"] for t in targets if t["type"] == "page")
-        self._session = self.send("Target.attachToTarget", targetId=page, flatten=True)[
-            "sessionId"
-        ]
+        self._session = self.send("Target.attachToTarget", targetId=page, flatten=True)["sessionId"]
 
     def __enter__(self) -> Browser:
         return self
@@ -126,7 +130,9 @@ class Browser:
             time.sleep(0.05)
 
     def evaluate(self, expression: str) -> Any:
-        result = self.send("Runtime.evaluate", session=True, expression=expression, returnByValue=True)
+        result = self.send(
+            "Runtime.evaluate", session=True, expression=expression, returnByValue=True
+        )
         if "exceptionDetails" in result:
             raise RuntimeError(f"script failed: {result['exceptionDetails']}")
         return result["result"].get("value")
