@@ -55,11 +55,19 @@ def _has_control(s: str) -> bool:
     return any(unicodedata.category(ch) == "Cc" for ch in s)
 
 
-def _is_clean(path: str) -> bool:
-    """True when Go's path.Clean would return the path unchanged (absolute paths only)."""
+def _is_clean(path: str, trailing_slash: bool = True) -> bool:
+    """True when the path has no empty, `.` or `..` segment (absolute paths only).
+
+    One trailing `/` is allowed unless `trailing_slash` is False: `/a/` is an ordinary
+    route, distinct from `/a` (many APIs, Mem0's among them, declare only the first).
+    Go's path.Clean, which the reference used, removes it; `trailing_slash=False`
+    keeps that rule for the reference-compatible build.
+    """
     if path == "/":
         return True
     segments = path.split("/")[1:]
+    if trailing_slash and len(segments) > 1 and segments[-1] == "":
+        segments = segments[:-1]
     return all(seg not in ("", ".", "..") for seg in segments)
 
 
@@ -68,11 +76,14 @@ def _bad_segment(path: str) -> bool:
     return any(";" in seg or (seg != "" and seg.strip(".") == "") for seg in path.split("/")[1:])
 
 
-def pattern_error(path: str) -> str | None:
+def pattern_error(path: str, *, trailing_slash: bool = True, partial: bool = False) -> str | None:
     """Why `path` is not a valid allow-entry pattern, or None when it is.
 
     The checks run in a fixed order so that a path with several problems always gets
     the same message; that message is part of the user-visible contract.
+    `trailing_slash=False` refuses `/a/` as the reference did; `partial=True` admits a
+    segment with one `*` between literal text (`*.json`, see `partial_segment`), which
+    only the generator asks for until the grants loader and the broker take it.
     """
     if not path.startswith("/"):
         return ERR_ABSOLUTE
@@ -80,13 +91,56 @@ def pattern_error(path: str) -> str | None:
         return ERR_RAW
     if "%" in path:
         return ERR_ENCODED
-    if not _is_clean(path) or _bad_segment(path):
+    if not _is_clean(path, trailing_slash) or _bad_segment(path):
         return ERR_SEGMENTS
     if any(ch not in _WIRE_SAFE for ch in path.replace("*", "x")):
         return ERR_WIRE
-    if any("*" in seg and seg != "*" for seg in path.split("/")):
-        return ERR_WILDCARD
+    for seg in path.split("/"):
+        if "*" in seg and seg != "*" and not (partial and partial_segment(seg) is not None):
+            return ERR_WILDCARD
     return None
+
+
+def partial_segment(seg: str) -> tuple[str, str] | None:
+    """(prefix, suffix) of a segment with exactly one `*` inside literal text, else None.
+
+    The rule that makes `/files/{name}.json` matchable without ambiguity: one wildcard
+    per segment, so a request segment splits one way only; the value it stands for is
+    what lies between the literal prefix and suffix, must not be empty and is held to
+    the same unreserved characters as a whole-segment `*` (so never `/`, `%` or `;`).
+    """
+    if seg.count("*") != 1 or seg == "*":
+        return None
+    prefix, suffix = seg.split("*")
+    return prefix, suffix
+
+
+def _segment_matches(want: str, got: str) -> bool:
+    if want == "*":
+        return _UNRESERVED_SEGMENT.match(got) is not None
+    parts = partial_segment(want)
+    if parts is None:
+        return want == got
+    prefix, suffix = parts
+    if len(got) <= len(prefix) + len(suffix):
+        return False
+    if not (got.startswith(prefix) and got.endswith(suffix)):
+        return False
+    return _UNRESERVED_SEGMENT.match(got[len(prefix) : len(got) - len(suffix)]) is not None
+
+
+def _segment_covers(mine: str, theirs: str) -> bool:
+    """Does pattern segment `mine` admit every segment `theirs` admits?"""
+    if mine == theirs:
+        return True
+    if "*" not in theirs:
+        return _segment_matches(mine, theirs)
+    if mine == "*":
+        parts = partial_segment(theirs)
+        return parts is not None and all(
+            _UNRESERVED_SEGMENT.match(p) is not None for p in parts if p
+        )
+    return False
 
 
 def route_error(method: str, path: str) -> str | None:
@@ -126,26 +180,21 @@ class Route:
         want = self.segments
         if len(got) != len(want):
             return False
-        for w, g in zip(want, got, strict=True):
-            if w == "*":
-                if not _UNRESERVED_SEGMENT.match(g):
-                    return False
-            elif w != g:
-                return False
-        return True
+        return all(_segment_matches(w, g) for w, g in zip(want, got, strict=True))
 
     def covers(self, other: Route) -> bool:
         """Is every request `other` admits also admitted by this entry?
 
         Used to check that a grant's allow entries are instances of catalog routes:
-        same verb, same segment count, each segment equal or `*` here.
+        same verb, same segment count, each segment equal, or `*` (or `x*y`) here
+        admitting the other's.
         """
         if self.method != other.method:
             return False
         mine, theirs = self.segments, other.segments
         if len(mine) != len(theirs):
             return False
-        return all(m == "*" or m == t for m, t in zip(mine, theirs, strict=True))
+        return all(_segment_covers(m, t) for m, t in zip(mine, theirs, strict=True))
 
 
 def parse_route_line(line: str, what: str = "allow entry") -> Route:

@@ -78,7 +78,6 @@ def test_valid_patterns(path: str) -> None:
         # 4. not clean, `;` segments, dot-only segments
         ("//", ERR_SEGMENTS),
         ("/a//b", ERR_SEGMENTS),
-        ("/a/", ERR_SEGMENTS),
         ("/a/.", ERR_SEGMENTS),
         ("/a/./b", ERR_SEGMENTS),
         ("/a/../b", ERR_SEGMENTS),
@@ -143,7 +142,7 @@ def test_route_error_refuses_other_methods_case_sensitively(method: str) -> None
 
 
 def test_route_error_wraps_the_pattern_error() -> None:
-    assert route_error("GET", "/a/") == f'route GET "/a/": {ERR_SEGMENTS}'
+    assert route_error("GET", "/a//") == f'route GET "/a//": {ERR_SEGMENTS}'
     assert route_error("POST", "/a/../b") == f'route POST "/a/../b": {ERR_SEGMENTS}'
     assert route_error("PUT", "x") == f'route PUT "x": {ERR_ABSOLUTE}'
     # the method is checked before the path
@@ -154,8 +153,8 @@ def test_parse_route_line() -> None:
     assert parse_route_line("GET /a/*") == Route(path="/a/*", method="GET")
     assert parse_route_line("  post   /a  ") == Route(path="/a", method="POST")
     # only the shape: a bad pattern parses, route_error then names the rule
-    bad = parse_route_line("GET /a/")
-    assert route_error(bad.method, bad.path) == f'route GET "/a/": {ERR_SEGMENTS}'
+    bad = parse_route_line("GET /a/./b")
+    assert route_error(bad.method, bad.path) == f'route GET "/a/./b": {ERR_SEGMENTS}'
 
 
 @pytest.mark.parametrize(
@@ -207,7 +206,8 @@ def test_reference_denials(target: str) -> None:
         "",
         "v1/items/x",
         "/v1/items/%41",  # even a harmless escape
-        "/v1/items/x/",
+        "/v1/items/x//",
+        "/v1/items//",
         "/v1/items/./x",
         "/v1/items/...",
         "/v1/items/a;b",
@@ -318,3 +318,70 @@ def test_a_route_line_split_only_by_what_go_calls_space_is_refused(line: str) ->
 
 def test_a_route_line_split_by_unicode_space_parses_like_go() -> None:
     assert str(parse_route_line("get\u3000/a")) == "GET /a"
+
+
+# Trailing slashes (issue 8): `/a/` is an ordinary route, distinct from `/a`.
+
+
+@pytest.mark.parametrize("target", ["/a/", "/v1/items/x/", "/v1/memories/"])
+def test_one_trailing_slash_is_a_canonical_target(target: str) -> None:
+    assert target_allowed(target) is True
+    assert pattern_error(target) is None
+
+
+def test_trailing_slash_routes_and_bare_routes_do_not_admit_each_other() -> None:
+    slash = [Route(path="/v1/memories/", method="GET")]
+    bare = [Route(path="/v1/memories", method="GET")]
+    assert first_match(slash, "GET", "/v1/memories/") == slash[0]
+    assert first_match(slash, "GET", "/v1/memories") is None
+    assert first_match(bare, "GET", "/v1/memories/") is None
+    # a `*` never stands for the empty segment a trailing slash leaves
+    assert first_match(ITEMS, "GET", "/v1/items/") is None
+    assert first_match(ITEMS, "GET", "/v1/items/x/") is None
+    star_slash = [Route(path="/v1/items/*/", method="GET")]
+    assert first_match(star_slash, "GET", "/v1/items/x/") == star_slash[0]
+    assert first_match(star_slash, "GET", "/v1/items/x") is None
+    assert first_match(star_slash, "GET", "/v1/items//") is None
+
+
+@pytest.mark.parametrize("path", ["/a/", "/a/*/"])
+def test_the_reference_rule_still_refuses_a_trailing_slash(path: str) -> None:
+    assert pattern_error(path, trailing_slash=False) == ERR_SEGMENTS
+
+
+@pytest.mark.parametrize("path", ["/a//", "//", "/a/./", "/a/../"])
+def test_only_one_trailing_slash_after_a_real_segment(path: str) -> None:
+    assert pattern_error(path) == ERR_SEGMENTS
+    assert target_allowed(path) is False
+
+
+# Partial segments (issue 8): `*` with literal text around it, one per segment.
+
+
+def test_a_partial_segment_is_a_pattern_only_when_asked_for() -> None:
+    assert pattern_error("/files/*.json") == ERR_WILDCARD  # the grants loader's rule today
+    assert pattern_error("/files/*.json", partial=True) is None
+    assert pattern_error("/files/v*", partial=True) is None
+    assert pattern_error("/files/*.*", partial=True) == ERR_WILDCARD  # two in one segment
+    assert pattern_error("/files/**", partial=True) == ERR_WILDCARD
+
+
+def test_a_partial_segment_matches_a_non_empty_unreserved_value_between_its_literals() -> None:
+    files = [Route(path="/files/*.json", method="GET")]
+    assert first_match(files, "GET", "/files/a.json") == files[0]
+    assert first_match(files, "GET", "/files/a.b.json") == files[0]  # value "a.b"
+    assert first_match(files, "GET", "/files/.json") is None  # empty value
+    assert first_match(files, "GET", "/files/a.jsonx") is None
+    assert first_match(files, "GET", "/files/a:b.json") is None  # not unreserved
+    assert first_match(files, "GET", "/files/a/b.json") is None  # never spans a segment
+    assert first_match(files, "GET", "/files/a.json/") is None
+
+
+def test_covers_with_partial_segments() -> None:
+    whole = Route(path="/files/*", method="GET")
+    part = Route(path="/files/*.json", method="GET")
+    assert whole.covers(part)  # `.json` is unreserved: everything *.json admits, * admits
+    assert not part.covers(whole)
+    assert part.covers(Route(path="/files/a.json", method="GET"))
+    assert not part.covers(Route(path="/files/a.xml", method="GET"))
+    assert not Route(path="/files/*:x", method="GET").covers(Route(path="/files/*:y", method="GET"))
