@@ -15,7 +15,7 @@ from specgen.load import Source, load
 from specgen.operations import Generated, generate
 from specgen.quoting import go_quote
 from specgen.render import FILES, artifacts
-from specgen.servers import server_prefix
+from specgen.servers import server_choice
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,8 @@ class Options:
     server: str | None = None
     strict: bool = False
     validate: bool = True
+    #: "" (the default build) or "reference" (exactly what the Go reference writes).
+    compat: str = ""
 
 
 @dataclass(frozen=True)
@@ -60,13 +62,17 @@ def run(spec: str, options: Options) -> Result:
         line = structural_error_line(source.name, source.doc)
         if line:
             raise SpecError(line)
-    prefix = server_prefix(source.doc, options.server)
+    prefix, server_note = server_choice(
+        source.doc, options.server, first_on_disagreement=not options.compat
+    )
     gen = generate(
         source.doc,
         name=source.name,
         global_name=options.global_name,
         prefix=prefix,
         strict=options.strict,
+        compat=options.compat,
+        warnings=(server_note,) if server_note else (),
     )
     return Result(source=source, gen=gen, files=artifacts(gen))
 

@@ -31,6 +31,8 @@ def regenerate_command(spec: str, outdir: str, options: Options) -> str:
         words.append("--strict")
     if not options.validate:
         words.append("--no-validate")
+    if options.compat:
+        words += ["--compat", options.compat]
     return " ".join(shlex.quote(w) for w in words)
 
 

@@ -37,6 +37,8 @@ def refusals(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except SpecError as exc:
+            for note in exc.notes:
+                click.echo(note, err=True)
             click.echo(str(exc), err=True)
             sys.exit(1)
 
@@ -45,6 +47,15 @@ def refusals(func: F) -> F:
 
 def generator_options(func: F) -> F:
     """The options that change generated output; shared so build and check agree."""
+    func = click.option(
+        "--compat",
+        type=click.Choice(["reference"]),
+        default=None,
+        expose_value=False,
+        # kept in the context, not passed on, so each command's signature stays as it was
+        callback=lambda ctx, _param, value: ctx.meta.__setitem__("specgen.compat", value or ""),
+        help="Write exactly what the Go reference writes: path-only routes, its skips and warnings.",
+    )(func)
     func = click.option(
         "--no-validate",
         is_flag=True,
@@ -75,8 +86,14 @@ def _options(
 ) -> pipeline.Options:
     from specgen import build as pipeline
 
+    ctx = click.get_current_context(silent=True)
+    compat = ctx.meta.get("specgen.compat", "") if ctx is not None else ""
     return pipeline.Options(
-        global_name=global_name, server=server, strict=strict, validate=not no_validate
+        global_name=global_name,
+        server=server,
+        strict=strict,
+        validate=not no_validate,
+        compat=compat,
     )
 
 

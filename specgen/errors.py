@@ -8,7 +8,12 @@ from __future__ import annotations
 
 
 class SpecError(Exception):
-    """A refusal of the input; `str()` is the complete one-line message."""
+    """A refusal of the input; `str()` is the complete one-line message.
 
-    def __init__(self, message: str) -> None:
+    `notes` are lines printed before it (each skip reason, when nothing was left to
+    generate), so the refusal itself stays one line.
+    """
+
+    def __init__(self, message: str, notes: tuple[str, ...] = ()) -> None:
         super().__init__(message.splitlines()[0] if message else message)
+        self.notes = notes

@@ -125,3 +125,41 @@ def arg_names(raw_names: Iterable[str], has_body: bool) -> list[str]:
         taken.add(name)
         names.append(name)
     return names
+
+
+#: The longest method name the generator writes; longer ones are cut and given a hash.
+MAX_NAME = 64
+
+#: Names that make the client object misbehave although they are not inherited:
+#: a `then` method turns the client into a thenable, so `await memory` would call it.
+THENABLE: frozenset[str] = frozenset({"then"})
+
+
+def noted_ident(raw: str) -> tuple[str, str | None]:
+    """`js_ident`, bounded to MAX_NAME, and a warning when the name differs from `raw`.
+
+    A long name is cut and given the first 8 hex digits of the raw text's SHA-256, so
+    two long ids that share a prefix still get different (and stable) names.
+    """
+    name = js_ident(raw)
+    if len(name) > MAX_NAME:
+        import hashlib
+
+        digest = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        name = f"{name[: MAX_NAME - 9]}_{digest}"
+    if name == raw:
+        return name, None
+    return name, "is not a plain JavaScript identifier"
+
+
+def unsafe_method_name(name: str) -> str | None:
+    """Why `name` may not be a generated method's name as it stands, or None."""
+    if name in CLIENT_METHODS:
+        return "is one of the injected client's own methods"
+    if name in OBJECT_PROTOTYPE:
+        return "is a name every object inherits from Object.prototype"
+    if name in THENABLE:
+        return "would make the client a thenable (await would call it)"
+    if name in RESERVED:
+        return "is a JavaScript reserved word"
+    return None

@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from specgen import naming
+from specgen.allow import AllowEntry, Permit, header_forbidden
 from specgen.errors import SpecError
+from specgen.params import Parameter, Parameters, merged
 from specgen.quoting import go_quote
 from specgen.refs import Refs
 from specgen.routes import Route, is_control, pattern_error
@@ -23,12 +25,19 @@ from specgen.routes import Route, is_control, pattern_error
 #: The order operations of one path are processed and emitted in.
 VERBS: tuple[str, ...] = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
 _GRANTABLE = frozenset({"get", "put", "post", "delete", "patch"})
+#: What the default build carries: HEAD and OPTIONS too. TRACE never: it echoes the
+#: request back, credential included.
+_CARRIED = _GRANTABLE | {"head", "options"}
 _WITH_BODY = frozenset({"put", "post", "patch"})
 _CLIENT_CALL = {"get": "get", "put": "put", "post": "post", "delete": "del", "patch": "patch"}
 _LOCATIONS = ("path", "query", "header", "cookie")
 HEALTH_MARK = "x-plimsoll-health-check"
 
 SKIP_VERB = "host-API grants enforce only GET/PUT/POST/DELETE/PATCH"
+SKIP_TRACE = "TRACE is never carried: the server echoes the request, credential included"
+#: The two build modes: the default carries parameters; "reference" writes exactly what
+#: the Go reference writes (path-only routes, its skips and warnings).
+COMPAT_MODES: tuple[str, ...] = ("reference",)
 HEALTH_NOTE = (
     "no operation is marked x-plimsoll-health-check, so the profile gets no health_check: "
     "after an upstream 503 the per-run breaker waits out its full cooldown instead of "
@@ -36,6 +45,8 @@ HEALTH_NOTE = (
     "traffic again"
 )
 _PARAM = re.compile(r"\{([^{}]*)\}")
+# A segment with one parameter inside literal text: `{name}.json`, `v{n}`, `a{b}c`.
+_PARTIAL = re.compile(r"([^{}]*)\{([^{}]*)\}([^{}]*)")
 
 
 @dataclass(frozen=True)
@@ -58,6 +69,9 @@ class Operation:
     has_body: bool
     summary: str
     pieces: tuple[Piece, ...]
+    params: Parameters = field(default_factory=Parameters)
+    #: Labels of declared parameters a grant cannot carry (cookies, broker-owned headers).
+    dropped: tuple[str, ...] = ()
 
     @property
     def arg_list(self) -> tuple[str, ...]:
@@ -65,7 +79,12 @@ class Operation:
 
     @property
     def client_method(self) -> str:
-        return _CLIENT_CALL[self.method.lower()]
+        return _CLIENT_CALL.get(self.method.lower(), "call")
+
+    @property
+    def verb_arg(self) -> str:
+        """The verb `h.call` takes first, for verbs the client has no method of its own for."""
+        return "" if self.method.lower() in _CLIENT_CALL else f'"{self.method}", '
 
 
 @dataclass(frozen=True)
@@ -93,6 +112,11 @@ class Generated:
     warnings: tuple[str, ...] = ()
     health_check: str = ""
     health_note: str = ""
+    #: The allow.json entries: each route with the query and header parameters the
+    #: document declares for it (reference mode: the bare routes).
+    catalog: tuple[AllowEntry, ...] = ()
+    #: Route -> (query, header) parameters declared for it, for `check --grants`.
+    declared: tuple[tuple[Route, tuple[Parameter, ...], tuple[Parameter, ...]], ...] = ()
 
 
 def one_line(text: str) -> str:
@@ -115,8 +139,13 @@ class _Path:
     problem: str = ""
 
 
-def _derive(template: str) -> _Path:
-    """Turn a (prefixed) path template into a route; `problem` says why it cannot be one."""
+def _derive(template: str, full: bool = False) -> _Path:
+    """Turn a (prefixed) path template into a route; `problem` says why it cannot be one.
+
+    `full` (the default build) keeps a trailing `/` and carries a segment with one
+    parameter inside literal text (`{name}.json` -> `*.json`); the reference build
+    skips both.
+    """
     out = _Path(template)
     if not template.startswith("/"):
         raise SpecError(f"specgen: path {go_quote(template)} must start with /")
@@ -128,6 +157,17 @@ def _derive(template: str) -> _Path:
     for seg in template.split("/")[1:]:
         if "{" in seg or "}" in seg:
             m = _PARAM.fullmatch(seg)
+            part = _PARTIAL.fullmatch(seg) if full and m is None else None
+            if part is not None and part.group(2):
+                out.names.append(part.group(2))
+                segments.append(f"{part.group(1)}*{part.group(3)}")
+                continue
+            if m is None and full:
+                out.problem = (
+                    f"has a segment the broker cannot split safely ({go_quote(seg)}): a "
+                    "segment may hold one parameter, with literal text around it"
+                )
+                return out
             if m is None:
                 out.problem = (
                     f"has a parameter that is only part of a segment ({go_quote(seg)}); "
@@ -142,7 +182,7 @@ def _derive(template: str) -> _Path:
         else:
             segments.append(seg)
     out.route = "/" + "/".join(segments)
-    err = pattern_error(out.route)
+    err = pattern_error(out.route, trailing_slash=full, partial=full)
     if err is not None:
         out.problem = f"maps to route {go_quote(out.route)}, which a grant cannot hold: {err}"
         return out
@@ -167,7 +207,11 @@ def _auto_name(method: str, path: str) -> str:
 
 
 class _Generator:
-    def __init__(self, doc: dict[str, Any], name: str, global_name: str, prefix: str) -> None:
+    def __init__(
+        self, doc: dict[str, Any], name: str, global_name: str, prefix: str, full: bool = False
+    ) -> None:
+        self.full = full
+        self.declared: dict[Route, tuple[dict[str, Parameter], dict[str, Parameter]]] = {}
         self.doc = doc
         self.refs = Refs(doc, name)
         self.global_name = global_name or "host"
@@ -224,6 +268,14 @@ class _Generator:
             if not isinstance(path_item, dict):
                 raise SpecError(f"specgen: path {go_quote(raw_path)} is not an object")
             self.path(self.prefix + raw_path, path_item)
+        if not self.operations and self.full:
+            raise SpecError(
+                f"specgen: spec declares paths but none a grant can carry ({len(self.skipped)} "
+                "skipped, each listed above)",
+                notes=tuple(
+                    f"specgen: skipped {s.method} {s.path} ({s.reason})" for s in self.skipped
+                ),
+            )
         if not self.operations:
             raise SpecError(
                 "specgen: spec declares paths but no supported operations (GET/PUT/POST/DELETE/PATCH)"
@@ -239,14 +291,17 @@ class _Generator:
                 continue  # reported, in order, by the main pass
             if not isinstance(path_item, dict):
                 continue
-            for verb in _GRANTABLE:
+            for verb in _CARRIED if self.full else _GRANTABLE:
                 op = path_item.get(verb)
                 op_id = op.get("operationId") if isinstance(op, dict) else None
                 if isinstance(op_id, str) and op_id:
-                    names.add(naming.js_ident(op_id))
+                    names.add(naming.noted_ident(op_id)[0] if self.full else naming.js_ident(op_id))
         return names
 
     def path(self, template: str, path_item: dict[str, Any]) -> None:
+        if self.full:
+            self.full_path(template, path_item)
+            return
         derived = _derive(template)
         for verb in VERBS:
             op = path_item.get(verb)
@@ -278,6 +333,68 @@ class _Generator:
             self.operations.append(self.operation(op, verb, derived))
             self.allow.add(Route(path=derived.route, method=method))
 
+    def full_path(self, template: str, path_item: dict[str, Any]) -> None:
+        """The default build: parameters carried as data, HEAD/OPTIONS and `/a/` too."""
+        derived = _derive(template, full=True)
+        for verb in VERBS:
+            op = path_item.get(verb)
+            if op is None:
+                continue
+            method = verb.upper()
+            if not isinstance(op, dict):
+                raise SpecError(f"specgen: {method} {template} is not an object")
+            params = merged(path_item, op, self.refs, f"{method} {template}")
+            self.health_mark(op, method, template, derived, derived.problem)
+            if verb not in _CARRIED:
+                self.skipped.append(Skip(method, template, SKIP_TRACE))
+                continue
+            if derived.problem:
+                self.skipped.append(Skip(method, template, derived.problem))
+                continue
+            query, headers, dropped = self.carried(params, method, template)
+            route = Route(path=derived.route, method=method)
+            self.operations.append(self.operation(op, verb, derived, params, dropped))
+            self.allow.add(route)
+            have_q, have_h = self.declared.setdefault(route, ({}, {}))
+            for p in query:
+                have_q.setdefault(p.name, p)
+            for p in headers:
+                have_h.setdefault(p.name.lower(), p)
+
+    def carried(
+        self, params: Parameters, method: str, template: str
+    ) -> tuple[list[Parameter], list[Parameter], tuple[str, ...]]:
+        """The query and header parameters a grant can name, and labels of the rest."""
+        query: list[Parameter] = []
+        headers: list[Parameter] = []
+        dropped: list[str] = []
+        for p in params.query:
+            if not p.name or any(is_control(ch) for ch in p.name):
+                dropped.append(f"query {go_quote(p.name)} (not a name a grant can hold)")
+            else:
+                query.append(p)
+        for p in params.header:
+            if not re.fullmatch(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+", p.name):
+                dropped.append(f"header {go_quote(p.name)} (not an HTTP field name)")
+            elif header_forbidden(p.name):
+                dropped.append(f"header {go_quote(p.name)} (the broker sets it)")
+            else:
+                headers.append(p)
+        dropped += [f"cookie {go_quote(p.name)} (a grant sends no cookies)" for p in params.cookie]
+        if dropped:
+            self.warnings.append(
+                f"{method} {template}: {', '.join(dropped)} cannot be sent through the broker"
+            )
+        sendable = [f"query {go_quote(p.name)}" for p in query]
+        sendable += [f"header {go_quote(p.name)}" for p in headers]
+        if sendable:
+            self.warnings.append(
+                f"{method} {template}: allow.json declares {', '.join(sendable)}; the generated "
+                "method does not send them yet (it calls the bare route until the client sends "
+                "structured calls)"
+            )
+        return query, headers, tuple(dropped)
+
     def health_mark(
         self, op: dict[str, Any], method: str, path: str, derived: _Path, skip: str
     ) -> None:
@@ -299,23 +416,35 @@ class _Generator:
             raise SpecError(f"specgen: GET {path} is marked {HEALTH_MARK}, but it {skip}")
         self.health.append(f"GET {path}")
 
-    def operation(self, op: dict[str, Any], verb: str, derived: _Path) -> Operation:
+    def operation(
+        self,
+        op: dict[str, Any],
+        verb: str,
+        derived: _Path,
+        params: Parameters | None = None,
+        dropped: tuple[str, ...] = (),
+    ) -> Operation:
         method, path = verb.upper(), derived.template
         op_id = op.get("operationId")
         if op_id is not None and not isinstance(op_id, str):
             raise SpecError(f"specgen: {method} {path}: operationId must be a string")
-        if op_id:
+        if op_id and self.full:
+            name = self.full_name(op_id, method, path)
+        elif self.full:
+            name = self.auto_name(method, path)
+            if len(name) > naming.MAX_NAME:
+                name = naming.noted_ident(name)[0]
+                while name in self.names or name in self.explicit:
+                    name += "_"
+            self.warnings.append(
+                f"{method} {path} has no operationId, so its method is named {go_quote(name)} "
+                "after its verb and path; give it an operationId for a name that survives path changes"
+            )
+        elif op_id:
             name = naming.js_ident(op_id)
             self.check_name(name, op_id)
         else:
-            name = _auto_name(method, path.removeprefix(self.prefix) or "/")
-            while (
-                name in self.names
-                or name in self.explicit
-                or name in naming.CLIENT_METHODS
-                or name in naming.OBJECT_PROTOTYPE
-            ):
-                name += "_"
+            name = self.auto_name(method, path)
             self.warnings.append(
                 f"{method} {path} has no operationId, so its method is named {go_quote(name)} "
                 "after its verb and path; give it an operationId for a name that survives path changes"
@@ -340,7 +469,54 @@ class _Generator:
             has_body=has_body,
             summary=one_line(summary) if isinstance(summary, str) else "",
             pieces=pieces,
+            params=params or Parameters(),
+            dropped=dropped,
         )
+
+    def auto_name(self, method: str, path: str) -> str:
+        name = _auto_name(method, path.removeprefix(self.prefix) or "/")
+        while (
+            name in self.names
+            or name in self.explicit
+            or name in naming.CLIENT_METHODS
+            or name in naming.OBJECT_PROTOTYPE
+            or (self.full and naming.unsafe_method_name(name) is not None)
+        ):
+            name += "_"
+        return name
+
+    def full_name(self, op_id: str, method: str, path: str) -> str:
+        """The default build's name for an operationId: renamed, with a warning, if unsafe.
+
+        An unsafe name (a client method, a prototype or reserved name, `then`) gets `_`
+        appended until it is neither unsafe nor taken, so the rename is deterministic;
+        a name that is not a plain identifier, or is too long, is mapped and bounded.
+        """
+        name, why = naming.noted_ident(op_id)
+        if why:
+            self.warnings.append(
+                f"{method} {path}: operationId {go_quote(op_id)} {why}, so its method is named "
+                f"{go_quote(name)}"
+            )
+        unsafe = naming.unsafe_method_name(name)
+        if unsafe:
+            renamed = name + "_"
+            while (
+                renamed in self.names
+                or renamed in self.explicit
+                or naming.unsafe_method_name(renamed) is not None
+            ):
+                renamed += "_"
+            self.warnings.append(
+                f"{method} {path}: method name {go_quote(name)} {unsafe}, so it is renamed "
+                f"{go_quote(renamed)}"
+            )
+            return renamed
+        if name in self.names:
+            raise SpecError(
+                f'specgen: operationId {go_quote(op_id)} collides with another method name "{name}"'
+            )
+        return name
 
     def check_name(self, name: str, op_id: str) -> None:
         quoted = go_quote(op_id)
@@ -382,9 +558,19 @@ def generate(
     global_name: str = "host",
     prefix: str = "",
     strict: bool = False,
+    compat: str = "",
+    warnings: tuple[str, ...] = (),
 ) -> Generated:
-    """Derive operations, routes, skips and warnings from a loaded, validated document."""
-    gen = _Generator(doc, name, global_name, prefix)
+    """Derive operations, routes, skips and warnings from a loaded, validated document.
+
+    `compat="reference"` reproduces the Go reference's output; the default ("") carries
+    query and header parameters as data, trailing slashes, HEAD and OPTIONS, and renames
+    what the reference refused. `warnings` come first (the server choice, say).
+    """
+    if compat and compat not in COMPAT_MODES:
+        raise SpecError(f"specgen: unknown --compat {go_quote(compat)} (want reference)")
+    gen = _Generator(doc, name, global_name, prefix, full=not compat)
+    gen.warnings.extend(warnings)
     gen.run()
     if strict and gen.skipped:
         first = gen.skipped[0]
@@ -400,12 +586,28 @@ def generate(
         )
     title = _info_text(doc, "title")
     version = _info_text(doc, "version")
+    allow = tuple(sorted(gen.allow))
+    declared = tuple(
+        (route, tuple(gen.declared[route][0].values()), tuple(gen.declared[route][1].values()))
+        for route in allow
+        if route in gen.declared
+    )
+    catalog = tuple(
+        AllowEntry(
+            route,
+            tuple(Permit(p.name) for p in query),
+            tuple(Permit(p.name) for p in headers),
+        )
+        for route, query, headers in declared
+    ) or tuple(AllowEntry(route) for route in allow)
     return Generated(
         title=title,
         version=version,
         global_name=gen.global_name,
         operations=tuple(gen.operations),
-        allow=tuple(sorted(gen.allow)),
+        allow=allow,
+        catalog=catalog,
+        declared=declared,
         skipped=tuple(gen.skipped),
         warnings=tuple(gen.warnings),
         health_check=gen.health[0] if gen.health else "",

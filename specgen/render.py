@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import jinja2
 
+from specgen.allow import AllowEntry, entry_json
 from specgen.quoting import go_quote, js_string
 
 if TYPE_CHECKING:  # only template data here; `specgen run` renders its client without it
@@ -54,13 +55,32 @@ def render(template: str, **data: object) -> str:
 def artifacts(gen: Generated) -> dict[str, str]:
     """The files `build` writes, by name; health_check.txt only when one GET is marked."""
     out = {
-        "allow.json": render("allow.json.j2", allow=[str(r) for r in gen.allow]),
+        "allow.json": render("allow.json.j2", allow=[_entry_text(e) for e in gen.catalog]),
         "description.txt": render("description.txt.j2", gen=gen),
         "preamble.js": render("preamble.js.j2", gen=gen),
     }
     if gen.health_check:
         out["health_check.txt"] = render("health_check.txt.j2", gen=gen)
     return {name: out[name] for name in FILES if name in out}
+
+
+def _entry_text(entry: AllowEntry) -> str:
+    """One allow.json entry as JSON text: a string, or an object on one line."""
+    value = entry_json(entry)
+    if isinstance(value, str) and entry.query:
+        # `&` separates query items; Go's HTML-safe \u0026 would make the list unreadable
+        return js_string(value).replace("\\u0026", "&")
+    if isinstance(value, str):
+        return js_string(value)
+    parts = []
+    for key, item in value.items():
+        text = (
+            js_string(item)
+            if isinstance(item, str)
+            else "[" + ", ".join(map(js_string, item)) + "]"
+        )
+        parts.append(f"{js_string(key)}: {text}")
+    return "{" + ", ".join(parts) + "}"
 
 
 def bundle(gen: Generated, files: dict[str, str]) -> str:

@@ -46,6 +46,41 @@ def url_path(url: str) -> str:
     return path.rstrip("/")
 
 
+def server_choice(
+    doc: dict[str, Any], override: str | None = None, *, first_on_disagreement: bool = False
+) -> tuple[str, str]:
+    """(prefix, warning): like `server_prefix`, but servers that disagree need not refuse.
+
+    With `first_on_disagreement` the first server wins, as OpenAPI says a client does by
+    default, and the warning names the choice and how to make another.
+    """
+    if override is not None or not first_on_disagreement:
+        return server_prefix(doc, override), ""
+    try:
+        return server_prefix(doc), ""
+    except SpecError as exc:
+        if "disagree" not in str(exc):
+            raise
+    paths = _paths(doc)
+    listed = ", ".join(p or "/" for p in paths)
+    return paths[0], (
+        f"the document's servers disagree on the path ({listed}); routes use the first, "
+        f"{paths[0] or '/'}, as OpenAPI clients do; choose another with --server URL"
+    )
+
+
+def _paths(doc: dict[str, Any]) -> list[str]:
+    servers = doc.get("servers")
+    paths: list[str] = []
+    for server in servers if isinstance(servers, list) else []:
+        if not isinstance(server, dict) or not isinstance(server.get("url"), str):
+            continue
+        path = url_path(_expand(server["url"], server.get("variables")))
+        if path not in paths:
+            paths.append(path)
+    return paths
+
+
 def server_prefix(doc: dict[str, Any], override: str | None = None) -> str:
     """The route prefix: the one path all servers agree on, or the chosen server's path.
 

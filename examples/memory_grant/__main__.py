@@ -25,7 +25,7 @@ from specgen.load import read_bytes
 
 DOCUMENT = HERE / "agent-memory.openapi.json"
 PAGE = HERE / "index.html"
-OPTIONS = pipeline.Options(global_name="memory")
+OPTIONS = pipeline.Options(global_name="memory", compat="reference")
 #: Every Agent Memory path starts here in Cloudflare's whole document.
 EXTRACT_PREFIX = "/accounts/{account_id}/agent-memory/"
 

@@ -34,8 +34,17 @@ HEALTH_NOTE_LINE = (
 )
 
 
-def run(*args: str | Path, input: bytes | str | None = None) -> Result:
-    return CliRunner().invoke(cli, [str(a) for a in args], input=input)
+def run(*args: str | Path, input: bytes | str | None = None, full: bool = False) -> Result:
+    """Invoke the CLI; build/emit/check in reference mode unless `full` (or --compat given).
+
+    This file pins the reference's CLI behaviour; the default build's differences are
+    tested in test_specgen_params.py.
+    """
+    argv = [str(a) for a in args]
+    if argv and argv[0] in ("build", "emit", "check") and not full and "--compat" not in argv:
+        argv.append("--compat")
+        argv.append("reference")
+    return CliRunner().invoke(cli, argv, input=input)
 
 
 def refused(result: Result, code: int = 1) -> str:
@@ -526,11 +535,12 @@ def test_check_passes_on_golden(tmp_path: Path) -> None:
     assert result.stderr == "specgen: up to date\n"
 
 
-def assert_stale(result: Result, spec: Path, out: Path) -> None:
+def assert_stale(result: Result, spec: Path, out: Path, tail: str = "") -> None:
     assert result.exit_code == 1, result.output
     assert "Traceback" not in result.output
     assert result.stderr.splitlines()[-1] == (
         f"specgen: {out} is stale; regenerate it with: specgen build {spec} -o {out} --global home"
+        + tail
     )
 
 
@@ -538,7 +548,7 @@ def test_check_fails_after_editing_a_file(tmp_path: Path) -> None:
     out = copy_golden(tmp_path, "smart-home")
     path = out / "preamble.js"
     path.write_text(path.read_text().replace('h.get("/scenes")', 'h.get("/admin")'))
-    result = run("check", SMART, out, "--global", "home")
+    result = run("check", SMART, out, "--global", "home", full=True)
     assert_stale(result, SMART, out)
     assert result.stdout.splitlines()[:2] == [
         f"--- {path} (committed)",
@@ -547,15 +557,15 @@ def test_check_fails_after_editing_a_file(tmp_path: Path) -> None:
     assert '-  h["listScenes"] = () => h.get("/admin");' in result.stdout.splitlines()
     assert '+  h["listScenes"] = () => h.get("/scenes");' in result.stdout.splitlines()
     # the regenerate command really regenerates
-    assert run("build", SMART, "-o", out, "--global", "home").exit_code == 0
-    assert run("check", SMART, out, "--global", "home").exit_code == 0
+    assert run("build", SMART, "-o", out, "--global", "home", full=True).exit_code == 0
+    assert run("check", SMART, out, "--global", "home", full=True).exit_code == 0
 
 
 def test_check_fails_on_a_stale_health_check(tmp_path: Path) -> None:
     out = copy_golden(tmp_path, "hazards")
     write(out / "health_check.txt", "GET /api/v2/feed\n")
     result = run("check", HAZARDS, out, "--global", "home")
-    assert_stale(result, HAZARDS, out)
+    assert_stale(result, HAZARDS, out, " --compat reference")
     health = out / "health_check.txt"
     assert result.stdout.splitlines()[:2] == [
         f"--- {health} (committed)",
@@ -567,7 +577,7 @@ def test_check_fails_on_a_stale_health_check(tmp_path: Path) -> None:
 def test_check_fails_after_deleting_a_file(tmp_path: Path) -> None:
     out = copy_golden(tmp_path, "smart-home")
     (out / "allow.json").unlink()
-    result = run("check", SMART, out, "--global", "home")
+    result = run("check", SMART, out, "--global", "home", full=True)
     assert_stale(result, SMART, out)
     allow = out / "allow.json"
     assert result.stdout.splitlines()[:2] == [
@@ -578,7 +588,9 @@ def test_check_fails_after_deleting_a_file(tmp_path: Path) -> None:
 
 
 def test_check_with_other_options_fails_and_names_them(tmp_path: Path) -> None:
-    result = run("check", SMART, GOLDEN / "smart-home", "--global", "house", "--server", "/v9")
+    result = run(
+        "check", SMART, GOLDEN / "smart-home", "--global", "house", "--server", "/v9", full=True
+    )
     assert result.exit_code == 1
     assert result.stderr.splitlines()[-1].endswith(
         f"regenerate it with: specgen build {SMART} -o {GOLDEN / 'smart-home'} --global house --server /v9"
@@ -742,7 +754,16 @@ def test_console_script_build_check_and_stdin(tmp_path: Path) -> None:
     assert folder(out) == golden("smart-home")
     checked = proc("check", SMART, out, "--global", "home")
     assert (checked.returncode, checked.stderr) == (0, "specgen: up to date\n")
-    piped = proc("emit", "allow", "-", "--global", "home", stdin=HAZARDS.read_bytes())
+    piped = proc(
+        "emit",
+        "allow",
+        "-",
+        "--global",
+        "home",
+        "--compat",
+        "reference",
+        stdin=HAZARDS.read_bytes(),
+    )
     assert piped.returncode == 0, piped.stderr
     assert piped.stdout == golden("hazards")["allow.json"]
 

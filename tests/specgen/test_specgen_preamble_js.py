@@ -35,7 +35,9 @@ for (const c of input) {
   const client = {};
   for (const verb of OWN) {
     client[verb] = function (...args) {
-      calls.push({verb: verb, nargs: args.length, path: args[0],
+      // h.call("HEAD", path): the verb first, then what the verb methods take
+      const method = verb === "call" ? args.shift() : null;
+      calls.push({verb: verb, method: method, nargs: args.length, path: args[0],
                   body: args.length > 1 ? args[1] : null});
       return "returned-" + verb;
     };
@@ -113,7 +115,9 @@ def golden_cases() -> list[tuple[str, Generated, str]]:
         args = [str(a) for a in case.get("args", [])]
         global_name = args[args.index("--global") + 1] if "--global" in args else "host"
         server = args[args.index("--server") + 1] if "--server" in args else None
-        result = run(str(ROOT / case["spec"]), Options(global_name=global_name, server=server))
+        compat = args[args.index("--compat") + 1] if "--compat" in args else ""
+        options = Options(global_name=global_name, server=server, compat=compat)
+        result = run(str(ROOT / case["spec"]), options)
         src = (GOLDEN / name / "preamble.js").read_text()
         out.append((name, result.gen, src))
     return out
@@ -134,6 +138,7 @@ def check_case(gen: Generated, src: str, got: dict[str, Any]) -> None:
         assert len(res["calls"]) == 1, res
         call = res["calls"][0]
         assert call["verb"] == op.client_method, op
+        assert call["method"] == (op.method if op.client_method == "call" else None), op
         assert call["path"] == expected_path(op.template, values), op
         if op.has_body:
             assert (call["nargs"], call["body"]) == (2, {"body_of": op.name})
@@ -151,8 +156,8 @@ def test_every_golden_preamble_runs_and_calls_the_right_route(tmp_path: Path) ->
     for name, gen, src in cases:
         check_case(gen, src, results[name])
         verbs_seen |= {op.client_method for op in gen.operations}
-    # the goldens exercise every client method a preamble can call
-    assert verbs_seen == {"get", "put", "post", "del", "patch"}
+    # the goldens exercise every client method a preamble can call (HEAD/OPTIONS use call)
+    assert verbs_seen == {"get", "put", "post", "del", "patch", "call"}
 
 
 def test_hostile_version_title_and_global_cannot_run_code(tmp_path: Path) -> None:

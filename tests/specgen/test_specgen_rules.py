@@ -41,7 +41,12 @@ def doc(paths: Any, **top: Any) -> dict[str, Any]:
 
 
 def gen(paths: Any, **kw: Any) -> Generated:
+    """Generate in reference mode: this file pins the reference's rules and messages.
+
+    The default build's differences are tested in test_specgen_params.py.
+    """
     top = kw.pop("top", {})
+    kw.setdefault("compat", "reference")
     return generate(doc(paths, **top), name=NAME, **kw)
 
 
@@ -373,7 +378,7 @@ def test_reference_options_case() -> None:
             }
         },
     }
-    g = generate(d, name=NAME)
+    g = generate(d, name=NAME, compat="reference")
     assert allow(g) == ["GET /lights"]
     assert [f"{s.method} {s.path}" for s in g.skipped] == ["OPTIONS /lights"]
     assert "preflightLights" not in artifacts(g)["preamble.js"]
@@ -925,7 +930,7 @@ def test_title_and_version_are_checked_last() -> None:
     with pytest.raises(SpecError, match="no paths"):
         generate(doc({}, info=bad), name=NAME)
     with pytest.raises(SpecError, match=r"no supported operations"):
-        generate(doc({"/x": {"head": op()}}, info=bad), name=NAME)
+        generate(doc({"/x": {"head": op()}}, info=bad), name=NAME, compat="reference")
 
 
 def test_missing_title_reads_host_api_and_version_gets_a_literal_v() -> None:

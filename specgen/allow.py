@@ -1,0 +1,319 @@
+"""The allow-entry language: a route, and the query and header parameters it permits.
+
+One module for the generator, `specgen check` and the runtime's grants loader, for the
+same reason `specgen.routes` is one module: an entry must mean the same thing when it is
+written, checked and enforced. Every rule fails closed: a parameter the entry does not
+name may not be sent at all, and anything ambiguous is refused, not guessed.
+
+Two spellings, one meaning:
+
+* the string form, for the common case (a route and query parameters)::
+
+      "GET /repos/*/*/issues"                         no parameters at all
+      "GET /repos/*/*/issues?state=open&per_page&page"
+
+  After the first `?` come `&`-separated items, each `name` (the guest may send any
+  value) or `name=value` (the parameter is pinned: it is always sent, with exactly this
+  value, and the guest may not send another). Names and values are percent-decoded
+  (`%20` is a space, `%26` an `&`); `+` is a literal plus. No whitespace, no empty item.
+
+* the object form, which adds header parameters::
+
+      {"route": "GET /repos/*/*/issues",
+       "query": ["per_page", "page", "state=open"],
+       "headers": ["X-Request-Id", "X-GitHub-Api-Version=2022-11-28"]}
+
+  `route` is a bare route (no `?`); `query` and `headers` are lists of `name` or
+  `name=value` items, taken literally (no percent-decoding). Both lists are optional.
+
+Rules for both: a name is never empty; no name or pinned value holds a control
+character (CR, LF and NUL included); a query name appears once; a header name is an
+HTTP token, appears once compared case-insensitively, and is never one the broker owns
+(`Authorization`, `Cookie`, `Host`, `Content-Length`, `Transfer-Encoding`, `Connection`,
+`Proxy-*`, `Content-Type`, ... see `FORBIDDEN_HEADERS`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import unquote
+
+from specgen.params import Parameter, SchemaSummary
+from specgen.quoting import go_quote
+from specgen.routes import Route, RouteError, is_control, parse_route_line
+
+#: Request headers the broker sets itself or that steer the connection or the proxy;
+#: a grant may never let the guest choose them. Lower-case.
+FORBIDDEN_HEADERS: frozenset[str] = frozenset(
+    {
+        "accept",
+        "accept-encoding",
+        "authorization",
+        "connection",
+        "content-encoding",
+        "content-length",
+        "content-type",
+        "cookie",
+        "expect",
+        "forwarded",
+        "host",
+        "keep-alive",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "via",
+    }
+)
+#: Prefixes of the same kind: every `Proxy-*` and `X-Forwarded-*` header.
+FORBIDDEN_HEADER_PREFIXES: tuple[str, ...] = ("proxy-", "x-forwarded-")
+
+# RFC 9110 5.6.2 token characters: what a field name may be made of.
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
+_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
+_OBJECT_KEYS = frozenset({"route", "query", "headers"})
+
+
+class AllowError(ValueError):
+    """An allow entry the language does not admit; str() is the one-line reason."""
+
+
+@dataclass(frozen=True)
+class Permit:
+    """One permitted parameter; `value` is the pinned value, None when the guest picks."""
+
+    name: str
+    value: str | None = None
+
+    def __str__(self) -> str:
+        return self.name if self.value is None else f"{self.name}={self.value}"
+
+
+@dataclass(frozen=True)
+class AllowEntry:
+    """A parsed allow entry: the route, and the parameters it lets through."""
+
+    route: Route
+    query: tuple[Permit, ...] = ()
+    headers: tuple[Permit, ...] = field(default=())
+
+    def header_names(self) -> frozenset[str]:
+        """Header names, lower-cased: the form they are compared in."""
+        return frozenset(p.name.lower() for p in self.headers)
+
+
+def header_forbidden(name: str, reserved: Iterable[str] = ()) -> bool:
+    """Is `name` a header the guest may never set (`reserved`: ones the token block sets)?"""
+    low = name.lower()
+    return (
+        low in FORBIDDEN_HEADERS
+        or low.startswith(FORBIDDEN_HEADER_PREFIXES)
+        or low in {r.lower() for r in reserved}
+    )
+
+
+def _no_control(text: str, what: str, entry: str) -> None:
+    if any(is_control(ch) for ch in text):
+        raise AllowError(
+            f"allow entry {entry}: {what} {go_quote(text)} contains a control character"
+        )
+
+
+def _split_item(item: str) -> tuple[str, str | None]:
+    name, eq, value = item.partition("=")
+    return name, (value if eq else None)
+
+
+def _decode(text: str, entry: str) -> str:
+    if _PERCENT.search(text):
+        raise AllowError(f"allow entry {entry}: {go_quote(text)} has a % that is not %XX")
+    try:
+        return unquote(text, errors="strict")
+    except UnicodeDecodeError:
+        raise AllowError(
+            f"allow entry {entry}: {go_quote(text)} decodes to invalid UTF-8"
+        ) from None
+
+
+def _permits(
+    items: list[tuple[str, str | None]], *, header: bool, entry: str, reserved: Iterable[str]
+) -> tuple[Permit, ...]:
+    kind = "header" if header else "query parameter"
+    seen: set[str] = set()
+    out: list[Permit] = []
+    for name, value in items:
+        _no_control(name, f"{kind} name", entry)
+        if value is not None:
+            _no_control(value, f"{kind} {go_quote(name)} value", entry)
+        if not name:
+            raise AllowError(f"allow entry {entry}: a {kind} name is empty")
+        if header:
+            if not _TOKEN.match(name):
+                raise AllowError(
+                    f"allow entry {entry}: header name {go_quote(name)} is not an HTTP field name"
+                )
+            if header_forbidden(name, reserved):
+                raise AllowError(
+                    f"allow entry {entry}: header {go_quote(name)} is set by the broker, "
+                    "never by agent code"
+                )
+        key = name.lower() if header else name
+        if key in seen:
+            raise AllowError(f"allow entry {entry}: {kind} {go_quote(name)} is listed twice")
+        seen.add(key)
+        out.append(Permit(name, value))
+    return tuple(out)
+
+
+def _route(text: str, entry: str) -> Route:
+    try:
+        return parse_route_line(text)
+    except RouteError as exc:
+        raise AllowError(str(exc)) from None
+
+
+def parse_string(line: str, reserved: Iterable[str] = ()) -> AllowEntry:
+    """Parse the string form `"METHOD /path[?name&name=value...]"`."""
+    entry = go_quote(line)
+    head, question, query = line.partition("?")
+    route = _route(head if question else line, "allow entry")
+    items: list[tuple[str, str | None]] = []
+    if question:
+        query = query.rstrip(" \t")
+        if not query:
+            raise AllowError(f"allow entry {entry}: nothing after ?")
+        if any(ch.isspace() for ch in query):
+            raise AllowError(f"allow entry {entry}: the query part holds whitespace")
+        for raw in query.split("&"):
+            if not raw:
+                raise AllowError(f"allow entry {entry}: an empty item between & separators")
+            name, value = _split_item(raw)
+            items.append((_decode(name, entry), None if value is None else _decode(value, entry)))
+    return AllowEntry(route, _permits(items, header=False, entry=entry, reserved=reserved))
+
+
+def _list(value: Any, key: str, entry: str) -> list[tuple[str, str | None]]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+        raise AllowError(f"allow entry {entry}: {key} must be a list of strings")
+    return [_split_item(x) for x in value]
+
+
+def parse_object(obj: dict[str, Any], reserved: Iterable[str] = ()) -> AllowEntry:
+    """Parse the object form `{"route": ..., "query": [...], "headers": [...]}`."""
+    route_text = obj.get("route")
+    entry = go_quote(route_text) if isinstance(route_text, str) else "object"
+    unknown = sorted(set(obj) - _OBJECT_KEYS)
+    if unknown:
+        raise AllowError(
+            f"allow entry {entry}: unknown key {go_quote(unknown[0])} (want route, query, headers)"
+        )
+    if not isinstance(route_text, str):
+        raise AllowError('allow entry object: "route" must be a "METHOD /path" string')
+    if "?" in route_text:
+        raise AllowError(
+            f'allow entry {entry}: in the object form, query parameters go in "query", not after ?'
+        )
+    route = _route(route_text, "allow entry")
+    query = _permits(
+        _list(obj.get("query"), "query", entry), header=False, entry=entry, reserved=()
+    )
+    headers = _permits(
+        _list(obj.get("headers"), "headers", entry), header=True, entry=entry, reserved=reserved
+    )
+    return AllowEntry(route, query, headers)
+
+
+def parse_entry(raw: Any, reserved: Iterable[str] = ()) -> AllowEntry:
+    """Either form; `reserved` adds header names the grant's token block sets."""
+    if isinstance(raw, str):
+        return parse_string(raw, reserved)
+    if isinstance(raw, dict):
+        return parse_object(raw, reserved)
+    raise AllowError('an allow entry must be a "METHOD /path" string or an object with "route"')
+
+
+def entry_json(entry: AllowEntry) -> str | dict[str, Any]:
+    """The entry as allow.json writes it: a string unless it names headers.
+
+    Values are written so that `parse_entry` reads back the same entry.
+    """
+    if entry.headers:
+        out: dict[str, Any] = {"route": str(entry.route)}
+        if entry.query:
+            out["query"] = [str(p) for p in entry.query]
+        out["headers"] = [str(p) for p in entry.headers]
+        return out
+    if not entry.query:
+        return str(entry.route)
+    items = [
+        _encode(p.name) + ("" if p.value is None else "=" + _encode(p.value)) for p in entry.query
+    ]
+    return f"{entry.route}?{'&'.join(items)}"
+
+
+def _encode(text: str) -> str:
+    """Percent-encode what the string form would otherwise read differently."""
+    return "".join(
+        ch
+        if (ch.isascii() and ch.isprintable() and ch not in "%&=?#" and not ch.isspace())
+        else "".join(f"%{b:02X}" for b in ch.encode())
+        for ch in text
+    )
+
+
+def pin_error(value: str, schema: SchemaSummary) -> str | None:
+    """Why a pinned value cannot be what the parameter's schema declares, or None.
+
+    Checks what can be checked from the serialised text: an enum, integer, number and
+    boolean. Arrays, objects and untyped schemas are accepted as written.
+    """
+    if schema.enum is not None and schema.type != "array" and value not in schema.enum:
+        return f"is not one of the declared values ({', '.join(go_quote(v) for v in schema.enum)})"
+    if schema.type == "integer" and not re.fullmatch(r"-?[0-9]+", value):
+        return "is not an integer"
+    if schema.type == "number":
+        try:
+            number = float(value)
+        except ValueError:
+            return "is not a number"
+        if not math.isfinite(number) or not re.fullmatch(r"-?[0-9.eE+\-]+", value):
+            return "is not a number"
+    if schema.type == "boolean" and value not in ("true", "false"):
+        return "is not true or false"
+    return None
+
+
+def declaration_problems(
+    entry: AllowEntry, query: Iterable[Parameter], headers: Iterable[Parameter]
+) -> list[str]:
+    """What `entry` names that the document does not declare for its route, or pins wrong.
+
+    `query` and `headers` are the parameters the document declares for the route the
+    entry is an instance of. Query names compare exactly, header names case-insensitively.
+    """
+    problems: list[str] = []
+    q = {p.name: p for p in query}
+    h = {p.name.lower(): p for p in headers}
+    for permit, declared, kind in (
+        *((pm, q.get(pm.name), "query parameter") for pm in entry.query),
+        *((pm, h.get(pm.name.lower()), "header") for pm in entry.headers),
+    ):
+        if declared is None:
+            problems.append(
+                f'allow entry "{entry.route}" names {kind} {go_quote(permit.name)}, which the '
+                "document does not declare for that route"
+            )
+        elif permit.value is not None:
+            why = pin_error(permit.value, declared.schema)
+            if why:
+                problems.append(
+                    f'allow entry "{entry.route}" pins {kind} {go_quote(permit.name)} to '
+                    f"{go_quote(permit.value)}, which {why}"
+                )
+    return problems

@@ -1,0 +1,185 @@
+"""An operation's parameters as data: where each travels, and how it is serialised.
+
+A grant can only confine what it can name. The generator therefore reads every
+parameter the document declares for an operation into one record per (location, name),
+with the OpenAPI defaults for `style` and `explode` filled in, so that `allow.json`, the
+grant checker and (later) the broker all agree on what a route may carry without each
+re-reading the document.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from specgen.errors import SpecError
+from specgen.quoting import go_quote
+from specgen.refs import Refs
+
+
+class ParameterLocation(StrEnum):
+    """OpenAPI's `in`: the four places a parameter can travel."""
+
+    PATH = "path"
+    QUERY = "query"
+    HEADER = "header"
+    COOKIE = "cookie"
+
+
+#: OpenAPI 3: "If in is header and the name field is Accept, Content-Type or
+#: Authorization, the parameter definition SHALL be ignored." Compared case-insensitively.
+IGNORED_HEADERS = frozenset({"accept", "content-type", "authorization"})
+
+#: The default `style` per location (OpenAPI 3.0.3 / 3.1, Parameter Object).
+DEFAULT_STYLE = {
+    ParameterLocation.PATH: "simple",
+    ParameterLocation.QUERY: "form",
+    ParameterLocation.HEADER: "simple",
+    ParameterLocation.COOKIE: "form",
+}
+
+
+@dataclass(frozen=True)
+class SchemaSummary:
+    """What a pinned value can be checked against without a JSON Schema engine.
+
+    `type` is the declared primitive type ("" when absent or a union), `enum` the
+    declared values as JSON texts of strings/numbers/booleans, `items` the item type of
+    an array.
+    """
+
+    type: str = ""
+    enum: tuple[str, ...] | None = None
+    items: str = ""
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One declared parameter, merged and resolved."""
+
+    name: str
+    location: ParameterLocation
+    required: bool
+    schema: SchemaSummary
+    style: str
+    explode: bool
+
+    @property
+    def deep_object(self) -> bool:
+        return self.style == "deepObject"
+
+
+@dataclass(frozen=True)
+class Parameters:
+    """An operation's parameters, per location, in declaration order (path item first)."""
+
+    path: tuple[Parameter, ...] = ()
+    query: tuple[Parameter, ...] = ()
+    header: tuple[Parameter, ...] = ()
+    cookie: tuple[Parameter, ...] = ()
+
+    def at(self, location: ParameterLocation) -> tuple[Parameter, ...]:
+        return getattr(self, location.value)  # type: ignore[no-any-return]
+
+    def all(self) -> tuple[Parameter, ...]:
+        return (*self.path, *self.query, *self.header, *self.cookie)
+
+
+def _scalar_text(value: Any) -> str | None:
+    """An enum member as the text a query string or header would carry, or None."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float):
+        return str(value)
+    return None
+
+
+def summarise(schema: Any, refs: Refs, where: str) -> SchemaSummary:
+    """The checkable part of a parameter's schema (type, enum, array item type)."""
+    schema = refs.deref(schema, where) if schema is not None else None
+    if not isinstance(schema, dict):
+        return SchemaSummary()
+    raw_type = schema.get("type")
+    if isinstance(raw_type, list):  # 3.1: ["string", "null"] is a string that may be absent
+        kinds = [t for t in raw_type if t != "null"]
+        raw_type = kinds[0] if len(kinds) == 1 else ""
+    kind = raw_type if isinstance(raw_type, str) else ""
+    enum = None
+    raw_enum = schema.get("enum")
+    if isinstance(raw_enum, list):
+        texts = [_scalar_text(v) for v in raw_enum if v is not None]
+        if all(t is not None for t in texts):
+            enum = tuple(t for t in texts if t is not None)
+    items = ""
+    if kind == "array":
+        item_schema = schema.get("items")
+        try:
+            items = summarise(item_schema, refs, f"{where} items").type if item_schema else ""
+        except SpecError:
+            items = ""
+    return SchemaSummary(type=kind, enum=enum, items=items)
+
+
+def _one(param: dict[str, Any], refs: Refs, where: str) -> Parameter:
+    name = str(param.get("name") or "").strip()
+    raw_in = param.get("in")
+    loc_text = str(raw_in or "").strip().lower()
+    try:
+        location = ParameterLocation(loc_text)
+    except ValueError:
+        raise SpecError(
+            f"specgen: {where} declares parameter {go_quote(name)} with unsupported location "
+            f"{go_quote(str(raw_in or ''))} (want path/query/header/cookie)"
+        ) from None
+    style = param.get("style")
+    style = style if isinstance(style, str) and style else DEFAULT_STYLE[location]
+    explode = param.get("explode")
+    explode = explode if isinstance(explode, bool) else style == "form"
+    schema = param.get("schema")
+    if schema is None and isinstance(param.get("content"), dict):
+        # `content` instead of `schema`: the value is a serialised document, a string
+        schema = {"type": "string"}
+    return Parameter(
+        name=name,
+        location=location,
+        required=param.get("required") is True or location is ParameterLocation.PATH,
+        schema=summarise(schema, refs, f"{where} parameter {go_quote(name)} schema"),
+        style=style,
+        explode=explode,
+    )
+
+
+def merged(path_item: dict[str, Any], op: dict[str, Any], refs: Refs, where: str) -> Parameters:
+    """The operation's parameters: the path item's, overridden by the operation's.
+
+    OpenAPI: a parameter is identified by its name and location; one the operation
+    declares replaces the path item's of the same (name, in). Header names compare
+    case-insensitively (they are HTTP field names); Accept, Content-Type and
+    Authorization header parameters are dropped, as the specification says.
+    """
+    by_key: dict[tuple[ParameterLocation, str], Parameter] = {}
+    for owner in (path_item, op):
+        raw = owner.get("parameters") or []
+        if not isinstance(raw, list):
+            raise SpecError(f"specgen: {where}: parameters must be a list")
+        for i, entry in enumerate(raw):
+            param = refs.deref(entry, f"{where} parameter {i}")
+            if not isinstance(param, dict):
+                raise SpecError(f"specgen: {where}: parameter {i} is not an object")
+            p = _one(param, refs, where)
+            key_name = p.name.lower() if p.location is ParameterLocation.HEADER else p.name
+            by_key[(p.location, key_name)] = p
+    groups: dict[ParameterLocation, list[Parameter]] = {loc: [] for loc in ParameterLocation}
+    for (loc, key_name), p in by_key.items():
+        if loc is ParameterLocation.HEADER and key_name in IGNORED_HEADERS:
+            continue
+        groups[loc].append(p)
+    return Parameters(
+        path=tuple(groups[ParameterLocation.PATH]),
+        query=tuple(groups[ParameterLocation.QUERY]),
+        header=tuple(groups[ParameterLocation.HEADER]),
+        cookie=tuple(groups[ParameterLocation.COOKIE]),
+    )
