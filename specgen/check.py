@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from specgen.allow import AllowEntry, AllowError, declaration_problems, parse_entry
 from specgen.build import Options, Result
 from specgen.errors import SpecError
 from specgen.files import read_limited
@@ -91,6 +92,30 @@ def _lines(profile: dict[str, Any], key: str, name: str, what: str) -> list[Rout
         raise SpecError(f'specgen: profile "{name}": {exc}') from None
 
 
+def _entries(profile: dict[str, Any], key: str, name: str) -> list[AllowEntry]:
+    """A profile's list in the allow-entry language (strings, or objects naming headers)."""
+    raw = profile.get(key) or []
+    if not isinstance(raw, list):
+        raise SpecError(f'specgen: profile "{name}": {key} must be a list of allow entries')
+    try:
+        return [parse_entry(item) for item in raw]
+    except AllowError as exc:
+        raise SpecError(f'specgen: profile "{name}": {key}: {exc}') from None
+
+
+def _parameter_drift(result: Result, allow: list[AllowEntry], name: str) -> list[str]:
+    """Allow entries naming a query or header parameter the document does not declare."""
+    problems: list[str] = []
+    for entry in allow:
+        query, headers = [], []
+        for route, q, h in result.gen.declared:
+            if route.covers(entry.route):
+                query += q
+                headers += h
+        problems += [f'profile "{name}": {p}' for p in declaration_problems(entry, query, headers)]
+    return problems
+
+
 def grant_drift(result: Result, grants: Path, name: str) -> list[str]:
     """What makes the profile disagree with the document; empty when it agrees.
 
@@ -99,10 +124,22 @@ def grant_drift(result: Result, grants: Path, name: str) -> list[str]:
     a `*` to a literal, never reach a route the document does not have.
     """
     profile = _profile(grants, name)
-    catalog = _lines(profile, "catalog", name, "catalog allow entry")
-    allow = _lines(profile, "allow", name, "allow entry")
-    routes = list(result.gen.allow)
     problems: list[str] = []
+    allow_entries: list[AllowEntry] = []
+    if result.gen.declared:  # the default build: entries may name parameters
+        catalog_entries = _entries(profile, "catalog", name)
+        allow_entries = _entries(profile, "allow", name)
+        catalog = [e.route for e in catalog_entries]
+        allow = [e.route for e in allow_entries]
+        if catalog == list(result.gen.allow) and catalog_entries != list(result.gen.catalog):
+            problems.append(
+                f'profile "{name}": catalog names other query or header parameters than the '
+                "document declares (paste allow.json again)"
+            )
+    else:
+        catalog = _lines(profile, "catalog", name, "catalog allow entry")
+        allow = _lines(profile, "allow", name, "allow entry")
+    routes = list(result.gen.allow)
     if catalog != routes:
         missing = [str(r) for r in routes if r not in catalog]
         extra = [str(r) for r in catalog if r not in routes]
@@ -121,4 +158,4 @@ def grant_drift(result: Result, grants: Path, name: str) -> list[str]:
             problems.append(
                 f'profile "{name}": allow entry "{entry}" is not an instance of any route in the document'
             )
-    return problems
+    return problems + _parameter_drift(result, allow_entries, name)

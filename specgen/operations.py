@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from specgen import naming
 from specgen.allow import AllowEntry, Permit, header_forbidden
 from specgen.errors import SpecError
-from specgen.params import Parameter, Parameters, merged
+from specgen.params import Parameter, ParameterLocation, Parameters, SchemaSummary, merged
 from specgen.quoting import go_quote
 from specgen.refs import Refs
 from specgen.routes import Route, is_control, pattern_error
@@ -335,6 +335,9 @@ class _Generator:
 
     def full_path(self, template: str, path_item: dict[str, Any]) -> None:
         """The default build: parameters carried as data, HEAD/OPTIONS and `/a/` too."""
+        template, fragment = template.partition("#")[::2]
+        if fragment and not template.partition("#")[0]:
+            template = "/"
         derived = _derive(template, full=True)
         for verb in VERBS:
             op = path_item.get(verb)
@@ -344,6 +347,8 @@ class _Generator:
             if not isinstance(op, dict):
                 raise SpecError(f"specgen: {method} {template} is not an object")
             params = merged(path_item, op, self.refs, f"{method} {template}")
+            if fragment:
+                params = self.fragment_params(params, fragment, method, template)
             self.health_mark(op, method, template, derived, derived.problem)
             if verb not in _CARRIED:
                 self.skipped.append(Skip(method, template, SKIP_TRACE))
@@ -357,9 +362,42 @@ class _Generator:
             self.allow.add(route)
             have_q, have_h = self.declared.setdefault(route, ({}, {}))
             for p in query:
-                have_q.setdefault(p.name, p)
+                have_q[p.name] = _union(have_q.get(p.name), p)
             for p in headers:
-                have_h.setdefault(p.name.lower(), p)
+                have_h[p.name.lower()] = _union(have_h.get(p.name.lower()), p)
+
+    def fragment_params(
+        self, params: Parameters, fragment: str, method: str, template: str
+    ) -> Parameters:
+        """A path's `#Name=Value` or `#key`: what it stands for, as a parameter.
+
+        No HTTP client sends a fragment. Documents converted from AWS's models (APIs.guru)
+        use it to tell operations on one URL apart: `/#X-Amz-Target=Svc.Op` is `POST /`
+        with that header, `/tags/{arn}#tagKeys` is `/tags/{arn}` with the query key
+        `tagKeys`. The route is the path before `#`; the header's value is declared as
+        its only allowed value, so a grant can pin it and the checker knows it.
+        """
+        name, eq, value = fragment.partition("=")
+        if eq:
+            extra = Parameter(
+                name,
+                ParameterLocation.HEADER,
+                True,
+                SchemaSummary("string", (value,)),
+                "simple",
+                False,
+            )
+            params = replace(params, header=(*params.header, extra))
+            what = f"header {go_quote(name)}: {go_quote(value)}"
+        else:
+            extra = Parameter(name, ParameterLocation.QUERY, True, SchemaSummary(), "form", True)
+            params = replace(params, query=(*params.query, extra))
+            what = f"query {go_quote(name)}"
+        self.warnings.append(
+            f"{method} {template}#{fragment}: no client sends a path's fragment; the route is "
+            f"{template}, with {what}"
+        )
+        return params
 
     def carried(
         self, params: Parameters, method: str, template: str
@@ -534,6 +572,16 @@ class _Generator:
             raise SpecError(
                 f'specgen: operationId {quoted} collides with another method name "{name}"'
             )
+
+
+def _union(have: Parameter | None, new: Parameter) -> Parameter:
+    """Two operations on one route declare a parameter: both sets of values are allowed."""
+    if have is None:
+        return new
+    if have.schema.enum is not None and new.schema.enum is not None:
+        values = tuple(dict.fromkeys((*have.schema.enum, *new.schema.enum)))
+        return replace(have, schema=replace(have.schema, enum=values))
+    return have
 
 
 def _info_text(doc: dict[str, Any], key: str) -> str:

@@ -1,0 +1,316 @@
+"""The default build (issue 8): parameters as data, and nothing valid refused whole.
+
+test_specgen_rules.py and test_specgen_cli.py pin the reference's behaviour, which
+`--compat reference` keeps; this file tests where the default build differs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from specgen.build import Options, run
+from specgen.cli import cli
+from specgen.errors import SpecError
+from specgen.naming import MAX_NAME
+from specgen.operations import SKIP_TRACE, Generated, generate
+from specgen.params import ParameterLocation, SchemaSummary
+from specgen.render import artifacts
+
+ROOT = Path(__file__).resolve().parents[2]
+MEM0 = ROOT / "examples/mem0_grant/mem0.openapi.json"
+
+
+def doc(paths: Any, **top: Any) -> dict[str, Any]:
+    return {"openapi": "3.0.3", "info": {"title": "t", "version": "1"}, "paths": paths, **top}
+
+
+def gen(paths: Any, **kw: Any) -> Generated:
+    return generate(doc(paths), name="doc.json", **kw)
+
+
+def op(op_id: str | None = None, **extra: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"responses": {"200": {"description": "OK"}}, **extra}
+    if op_id is not None:
+        out["operationId"] = op_id
+    return out
+
+
+def q(name: str, where: str = "query", **extra: Any) -> dict[str, Any]:
+    return {"name": name, "in": where, "schema": {"type": "string"}, **extra}
+
+
+def allow_json(g: Generated) -> list[Any]:
+    return json.loads(artifacts(g)["allow.json"])
+
+
+def cli_run(*args: str | Path) -> Result:
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+# -- parameters as data -------------------------------------------------------------------
+
+
+def test_parameters_merge_path_item_and_operation_by_name_and_location() -> None:
+    paths = {
+        "/a/{id}": {
+            "parameters": [
+                {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}},
+                q("limit", schema={"type": "string"}),
+                q("X-Trace", "header"),
+                {"$ref": "#/components/parameters/page"},
+            ],
+            "get": op(
+                "a",
+                parameters=[
+                    q("limit", required=True, schema={"type": "integer"}),
+                    q("x-trace", "header", required=True),
+                    q("sid", "cookie"),
+                    q("filter", style="deepObject", explode=True, schema={"type": "object"}),
+                    q("Authorization", "header"),  # ignored, as OpenAPI says
+                    q(
+                        "ids",
+                        style="pipeDelimited",
+                        schema={"type": "array", "items": {"type": "integer"}},
+                    ),
+                ],
+            ),
+        }
+    }
+    comps = {"parameters": {"page": q("page", schema={"type": "integer", "enum": [1, 2]})}}
+    g = generate(doc(paths, components=comps), name="d")
+    [operation] = g.operations
+    p = operation.params
+    assert [x.name for x in p.path] == ["id"]
+    assert [(x.name, x.required, x.schema.type) for x in p.query] == [
+        ("limit", True, "integer"),  # the operation's overrides the path item's
+        ("page", False, "integer"),
+        ("filter", False, "object"),
+        ("ids", False, "array"),
+    ]
+    assert p.query[1].schema == SchemaSummary("integer", ("1", "2"))
+    assert (p.query[0].style, p.query[0].explode) == ("form", True)  # OpenAPI's defaults
+    assert p.query[2].deep_object and not p.query[0].deep_object
+    assert (p.query[3].style, p.query[3].explode, p.query[3].schema.items) == (
+        "pipeDelimited",
+        False,
+        "integer",
+    )
+    assert [(x.name, x.required, x.style) for x in p.header] == [("x-trace", True, "simple")]
+    assert [x.location for x in p.cookie] == [ParameterLocation.COOKIE]
+    assert operation.dropped == ('cookie "sid" (a grant sends no cookies)',)
+    assert allow_json(g) == [
+        {"route": "GET /a/*", "query": ["limit", "page", "filter", "ids"], "headers": ["x-trace"]}
+    ]
+
+
+def test_a_required_query_parameter_no_longer_skips_the_operation() -> None:
+    g = gen({"/search": {"get": op("search", parameters=[q("q", required=True)])}})
+    assert not g.skipped
+    assert allow_json(g) == ["GET /search?q"]
+    assert any('allow.json declares query "q"' in w for w in g.warnings)
+    with pytest.raises(SpecError, match="no supported operations"):
+        gen(
+            {"/search": {"get": op("search", parameters=[q("q", required=True)])}},
+            compat="reference",
+        )
+
+
+@pytest.mark.parametrize(
+    "header", ["Cookie", "Host", "Connection", "Proxy-Authorization", "X-Forwarded-For"]
+)
+def test_a_header_the_broker_owns_is_dropped_with_a_warning(header: str) -> None:
+    g = gen({"/a": {"get": op("a", parameters=[q(header, "header"), q("X-Ok", "header")])}})
+    assert allow_json(g) == [{"route": "GET /a", "headers": ["X-Ok"]}]
+    assert g.operations[0].dropped == (f'header "{header}" (the broker sets it)',)
+    assert any(f'header "{header}" (the broker sets it) cannot be sent' in w for w in g.warnings)
+
+
+# -- routes the reference skipped ---------------------------------------------------------
+
+
+def test_trailing_slash_routes_are_ordinary_and_distinct() -> None:
+    g = gen({"/a/": {"get": op("slash")}, "/a": {"get": op("bare")}})
+    assert allow_json(g) == ["GET /a", "GET /a/"]
+    assert 'h["slash"] = () => h.get("/a/");' in artifacts(g)["preamble.js"]
+    ref = gen({"/a/": {"get": op("slash")}, "/a": {"get": op("bare")}}, compat="reference")
+    assert [str(r) for r in ref.allow] == ["GET /a"]
+
+
+def test_head_and_options_are_carried_through_call_and_trace_is_not() -> None:
+    g = gen({"/a": {"head": op("peek"), "options": op("pre"), "trace": op("echo"), "get": op("a")}})
+    assert allow_json(g) == ["GET /a", "HEAD /a", "OPTIONS /a"]
+    src = artifacts(g)["preamble.js"]
+    assert 'h["peek"] = () => h.call("HEAD", "/a");' in src
+    assert 'h["pre"] = () => h.call("OPTIONS", "/a");' in src
+    assert [(s.method, s.reason) for s in g.skipped] == [("TRACE", SKIP_TRACE)]
+
+
+@pytest.mark.parametrize(
+    ("path", "route", "call"),
+    [
+        ("/files/{name}.json", "GET /files/*.json", 'h.get("/files/" + name + ".json")'),
+        ("/v{n}/x", "GET /v*/x", 'h.get("/v" + n + "/x")'),
+        ("/a/pre{id}post", "GET /a/pre*post", 'h.get("/a/pre" + id + "post")'),
+    ],
+)
+def test_one_parameter_inside_a_segment_is_carried(path: str, route: str, call: str) -> None:
+    g = gen({path: {"get": op("f")}})
+    assert allow_json(g) == [route]
+    assert call in artifacts(g)["preamble.js"]
+
+
+@pytest.mark.parametrize("seg", ["{a}{b}", "{a}-{b}", "{base}...{head}", "{a", "a}", "{{a}}"])
+def test_a_segment_the_broker_cannot_split_is_skipped_with_the_rule(seg: str) -> None:
+    g = gen({f"/x/{seg}": {"get": op("f")}, "/ok": {"get": op("ok")}})
+    [skip] = g.skipped
+    assert skip.reason.startswith("has a segment the broker cannot split safely")
+    assert "one parameter, with literal text around it" in skip.reason
+
+
+def test_a_fragment_in_a_path_becomes_the_parameter_it_stands_for() -> None:
+    g = gen(
+        {
+            "/#X-Amz-Target=Svc.A": {"post": op("A")},
+            "/#X-Amz-Target=Svc.B": {"post": op("B")},
+            "/tags/{arn}#tagKeys": {"delete": op("Untag")},
+        }
+    )
+    assert allow_json(g) == [
+        {"route": "POST /", "headers": ["X-Amz-Target"]},
+        "DELETE /tags/*?tagKeys",
+    ]
+    declared = {str(r): h for r, _, h in g.declared}
+    assert declared["POST /"][0].schema.enum == ("Svc.A", "Svc.B")
+    assert 'h["A"] = (body) => h.post("/", body);' not in artifacts(g)["preamble.js"]
+    assert 'h["A"] = () => h.post("/");' in artifacts(g)["preamble.js"]
+
+
+# -- servers and names ----------------------------------------------------------------------
+
+
+def test_servers_that_disagree_take_the_first_with_a_warning(tmp_path: Path) -> None:
+    d = doc({"/a": {"get": op("a")}}, servers=[{"url": "https://x/v1"}, {"url": "https://y/v2"}])
+    spec = tmp_path / "d.json"
+    spec.write_text(json.dumps(d))
+    result = run(str(spec), Options())
+    assert [str(r) for r in result.gen.allow] == ["GET /v1/a"]
+    assert result.gen.warnings[0] == (
+        "the document's servers disagree on the path (/v1, /v2); routes use the first, /v1, "
+        "as OpenAPI clients do; choose another with --server URL"
+    )
+    chosen = run(str(spec), Options(server="https://y/v2"))
+    assert [str(r) for r in chosen.gen.allow] == ["GET /v2/a"]
+    assert not any("disagree" in w for w in chosen.gen.warnings)
+    with pytest.raises(SpecError, match="disagree"):
+        run(str(spec), Options(compat="reference"))
+
+
+@pytest.mark.parametrize(
+    ("op_id", "name"),
+    [
+        ("get", "get_"),
+        ("constructor", "constructor_"),
+        ("then", "then_"),
+        ("__proto__", "__proto___"),
+        ("delete", "delete_"),
+    ],
+)
+def test_an_unsafe_operation_id_is_renamed_with_a_warning(op_id: str, name: str) -> None:
+    g = gen({"/a": {"get": op(op_id)}, "/b": {"get": op(name)}})
+    # the renamed method steps past the name another operationId claims
+    assert [o.name for o in g.operations] == [name + "_", name]
+    assert any(f'method name "{op_id}"' in w and f'renamed "{name}_"' in w for w in g.warnings)
+    again = gen({"/a": {"get": op(op_id)}, "/b": {"get": op(name)}})
+    assert [o.name for o in again.operations] == [o.name for o in g.operations]
+
+
+def test_every_other_rename_is_warned_and_long_names_are_bounded() -> None:
+    long_a, long_b = "a" * 5000, "a" * 4999 + "b"
+    g = gen(
+        {"/x": {"get": op("héllo wörld")}, "/y": {"get": op(long_a)}, "/z": {"get": op(long_b)}}
+    )
+    names = [o.name for o in g.operations]
+    assert names[0] == "h_llo_w_rld"
+    assert all(len(n) <= MAX_NAME for n in names)
+    assert len(set(names)) == 3
+    assert any('"héllo wörld" is not a plain JavaScript identifier' in w for w in g.warnings)
+    assert sum("is not a plain JavaScript identifier" in w for w in g.warnings) == 3
+
+
+def test_nothing_to_carry_prints_every_skip_reason_before_the_refusal(tmp_path: Path) -> None:
+    spec = tmp_path / "d.json"
+    spec.write_text(json.dumps(doc({"/a/{x}{y}": {"get": op("a")}, "/b": {"trace": op("b")}})))
+    result = cli_run("build", spec, "-o", tmp_path / "out")
+    assert result.exit_code == 1
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith("specgen: skipped GET /a/{x}{y} (has a segment the broker cannot")
+    assert lines[1] == f"specgen: skipped TRACE /b ({SKIP_TRACE})"
+    assert (
+        lines[2]
+        == "specgen: spec declares paths but none a grant can carry (2 skipped, each listed above)"
+    )
+    assert "Traceback" not in result.output
+
+
+# -- Mem0 and check --grants ----------------------------------------------------------------
+
+
+def test_mem0_carries_55_of_55_routes_with_their_trailing_slashes() -> None:
+    result = run(str(MEM0), Options(global_name="mem0"))
+    d = json.loads(MEM0.read_text())
+    declared = sum(
+        1
+        for item in d["paths"].values()
+        for v in item
+        if v in ("get", "post", "put", "patch", "delete")
+    )
+    assert declared == 55
+    assert len(result.gen.operations) == len(result.gen.allow) == 55
+    assert not result.gen.skipped
+    assert all(r.path.endswith("/") for r in result.gen.allow)
+    assert all(p.endswith("/") for p in d["paths"])
+
+
+def _grants(tmp_path: Path, allow: list[Any]) -> Path:
+    g = generate(json.loads(MEM0.read_text()), name="m", global_name="mem0")
+    catalog = json.loads(artifacts(g)["allow.json"])
+    path = tmp_path / "grants.json"
+    path.write_text(json.dumps({"profiles": {"m": {"catalog": catalog, "allow": allow}}}))
+    return path
+
+
+def test_check_grants_accepts_declared_parameters_and_pins(tmp_path: Path) -> None:
+    allow = ["GET /v1/memories/?user_id=alice&page&page_size=50", "POST /v3/memories/?page"]
+    result = cli_run("check", MEM0, "--grants", _grants(tmp_path, allow), "--profile", "m")
+    assert result.exit_code == 0, result.output
+
+
+def test_check_grants_refuses_a_parameter_the_document_does_not_declare(tmp_path: Path) -> None:
+    allow = [
+        "GET /v1/memories/?admin",
+        {"route": "GET /v1/memories/", "headers": ["X-Debug"]},
+        "GET /v1/memories/?page_size=many",
+    ]
+    result = cli_run("check", MEM0, "--grants", _grants(tmp_path, allow), "--profile", "m")
+    assert result.exit_code == 1
+    out = result.output
+    assert 'names query parameter "admin", which the document does not declare' in out
+    assert 'names header "X-Debug", which the document does not declare' in out
+    assert 'pins query parameter "page_size" to "many", which is not an integer' in out
+
+
+def test_check_grants_refuses_a_catalog_with_other_parameters(tmp_path: Path) -> None:
+    path = _grants(tmp_path, [])
+    data = json.loads(path.read_text())
+    data["profiles"]["m"]["catalog"] = [
+        e.split("?")[0] if isinstance(e, str) else e for e in data["profiles"]["m"]["catalog"]
+    ]
+    path.write_text(json.dumps(data))
+    result = cli_run("check", MEM0, "--grants", path, "--profile", "m")
+    assert result.exit_code == 1
+    assert "catalog names other query or header parameters" in result.output
