@@ -354,12 +354,18 @@ def test_the_page_claims_nothing_the_code_lacks() -> None:
     # There is no container or VM provider, and nothing builds metrics from the trace.
     for claim in ("run the same grant and broker behind", "audit log and metrics", "gVisor or a"):
         assert claim not in text
-    # The Mem0 row states what this code does: a trailing "/" is refused and only a
-    # Bearer key is written. Both must hold for the row to stay.
+    # The Mem0 row states what this code does: a trailing "/" is an ordinary route,
+    # specgen carries all 55 operations, and only a Bearer key is written. All must
+    # hold for the row to stay.
     from runtime import Secret
     from runtime.broker.credentials import Bearer
+    from specgen.build import Options
+    from specgen.build import run as build
     from specgen.routes import target_allowed
 
-    assert not target_allowed("/v1/memories/") and target_allowed("/v1/memories")
+    assert target_allowed("/v1/memories/") and target_allowed("/v1/memories")
+    mem0 = build(str(ROOT / "examples/mem0_grant/mem0.openapi.json"), Options())
+    assert len(mem0.gen.operations) == 55 and not mem0.gen.skipped
+    assert "specgen generates all 55 operations" in text
     assert Bearer(Secret("k")).headers() == [("Authorization", "Bearer k")]
     assert "Authorization: Bearer &lt;key&gt;" in text
