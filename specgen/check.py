@@ -117,45 +117,68 @@ def _parameter_drift(result: Result, allow: list[AllowEntry], name: str) -> list
 
 
 def grant_drift(result: Result, grants: Path, name: str) -> list[str]:
-    """What makes the profile disagree with the document; empty when it agrees.
+    """What makes the profile disagree with the document, one line per route; empty when
+    it agrees.
 
-    The catalog must be the document's route list exactly (same entries, same order),
-    and every allow entry must be an instance of one of those routes: a grant may narrow
-    a `*` to a literal, never reach a route the document does not have.
+    The catalog, when the profile has one, must be the document's route list exactly
+    (same entries, same order): `+` a route the document has and the catalog lacks, `-`
+    one the catalog has and the document does not, `~` a catalog entry that is only an
+    instance of a document route (the catalog should hold the route itself). Every allow
+    entry must be an instance of one of the document's routes: a grant may narrow a `*`
+    to a literal, never reach a route the document does not have.
     """
     profile = _profile(grants, name)
     problems: list[str] = []
     allow_entries: list[AllowEntry] = []
+    catalog: list[Route] | None = None
+    has_catalog = profile.get("catalog") is not None
     if result.gen.declared:  # the default build: entries may name parameters
-        catalog_entries = _entries(profile, "catalog", name)
         allow_entries = _entries(profile, "allow", name)
-        catalog = [e.route for e in catalog_entries]
         allow = [e.route for e in allow_entries]
-        if catalog == list(result.gen.allow) and catalog_entries != list(result.gen.catalog):
-            problems.append(
-                f'profile "{name}": catalog names other query or header parameters than the '
-                "document declares (paste allow.json again)"
-            )
+        if has_catalog:
+            catalog_entries = _entries(profile, "catalog", name)
+            catalog = [e.route for e in catalog_entries]
+            if catalog == list(result.gen.allow) and catalog_entries != list(result.gen.catalog):
+                problems.append(
+                    "catalog: names other query or header parameters than the document "
+                    "declares (paste allow.json again)"
+                )
     else:
-        catalog = _lines(profile, "catalog", name, "catalog allow entry")
         allow = _lines(profile, "allow", name, "allow entry")
+        if has_catalog:
+            catalog = _lines(profile, "catalog", name, "catalog allow entry")
     routes = list(result.gen.allow)
-    if catalog != routes:
-        missing = [str(r) for r in routes if r not in catalog]
-        extra = [str(r) for r in catalog if r not in routes]
-        if missing:
-            problems.append(f'profile "{name}": catalog lacks {", ".join(missing)}')
-        if extra:
-            problems.append(
-                f'profile "{name}": catalog has routes the document does not: {", ".join(extra)}'
-            )
-        if not missing and not extra:
-            problems.append(
-                f'profile "{name}": catalog lists the document\'s routes in another order or with duplicates'
-            )
+    if catalog is not None:
+        problems += catalog_drift(catalog, routes)
     for entry in allow:
         if not any(route.covers(entry) for route in routes):
-            problems.append(
-                f'profile "{name}": allow entry "{entry}" is not an instance of any route in the document'
-            )
+            problems.append(f"allow: {entry} is not an instance of any route in the document")
     return problems + _parameter_drift(result, allow_entries, name)
+
+
+def catalog_drift(catalog: list[Route], routes: list[Route]) -> list[str]:
+    """One line per catalog entry that differs from the document's route list."""
+    if catalog == routes:
+        return []
+    in_doc, in_catalog = set(routes), set(catalog)
+    lines: list[str] = []
+    changed: set[Route] = set()
+    for entry in catalog:
+        if entry in in_doc:
+            continue
+        wider = [r for r in routes if r not in in_catalog and r.covers(entry)]
+        if wider:
+            changed.update(wider)
+            lines.append(f"catalog: ~ {entry} (the document has {wider[0]})")
+        else:
+            lines.append(f"catalog: - {entry} (not in the document)")
+    lines += [
+        f"catalog: + {r} (in the document, not in the catalog)"
+        for r in routes
+        if r not in in_catalog and r not in changed
+    ]
+    if not lines:
+        dups = len(catalog) - len(in_catalog)
+        what = f"with {dups} duplicate(s)" if dups else "in another order"
+        lines.append(f"catalog: lists the document's routes {what} (emit catalog writes it)")
+    return lines

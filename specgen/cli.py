@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
 from collections.abc import Callable
 from importlib.metadata import entry_points
@@ -25,8 +26,11 @@ from specgen.errors import SpecError
 
 if TYPE_CHECKING:
     from specgen import build as pipeline
+    from specgen import report
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+_JS_IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
 
 
 def refusals(func: F) -> F:
@@ -43,6 +47,66 @@ def refusals(func: F) -> F:
             sys.exit(1)
 
     return wrapper  # type: ignore[return-value]
+
+
+_NOT_ASSIGNABLE = frozenset({"undefined", "NaN", "Infinity", "globalThis"})
+
+
+def _check_global(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """The client is installed as `globalThis[NAME]` and agent code calls `NAME.x()`, so
+    NAME must be a plain JS identifier that is not a reserved word."""
+    from specgen.naming import RESERVED
+    from specgen.quoting import go_quote
+
+    if not _JS_IDENT.match(value):
+        raise click.BadParameter(
+            f"{go_quote(value)} is not a JS identifier ([A-Za-z_$][A-Za-z0-9_$]*)"
+        )
+    if value in RESERVED or value in _NOT_ASSIGNABLE:
+        raise click.BadParameter(f"{go_quote(value)} is a reserved word in JS")
+    return value
+
+
+def _check_server(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A server URL the routes take their path from: http or https with a host, or a
+    path starting with `/` (OpenAPI allows relative server URLs)."""
+    from urllib.parse import urlsplit
+
+    from specgen.quoting import go_quote
+
+    if value is None or value.startswith("/"):
+        return value
+    try:
+        parts = urlsplit(value)
+        _ = parts.port
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise click.BadParameter(
+            f"{go_quote(value)} is not an http or https URL with a host (or a /path)"
+        )
+    return value
+
+
+def output_options(func: F) -> F:
+    """--quiet and --verbose: how much a build says on stderr besides errors."""
+    func = click.option(
+        "-v", "--verbose", is_flag=True, help="List every skipped operation and warning."
+    )(func)
+    func = click.option(
+        "-q", "--quiet", is_flag=True, help="Print errors only (no summary, no warnings)."
+    )(func)
+    return func
+
+
+def _verbosity(quiet: bool, verbose: bool) -> report.Verbosity:
+    from specgen import report
+
+    if quiet and verbose:
+        raise click.UsageError("--quiet and --verbose go separately")
+    if quiet:
+        return report.Verbosity.QUIET
+    return report.Verbosity.VERBOSE if verbose else report.Verbosity.NORMAL
 
 
 def generator_options(func: F) -> F:
@@ -69,6 +133,7 @@ def generator_options(func: F) -> F:
     func = click.option(
         "--server",
         metavar="URL",
+        callback=_check_server,
         help="Take the route prefix from this server URL instead of the document's servers.",
     )(func)
     func = click.option(
@@ -76,7 +141,8 @@ def generator_options(func: F) -> F:
         "global_name",
         default="host",
         show_default=True,
-        help="The JS global the client is installed under.",
+        callback=_check_global,
+        help="The JS global the client is installed under (a JS identifier).",
     )(func)
     return func
 
@@ -97,8 +163,12 @@ def _options(
     )
 
 
-def _print_notes(result: pipeline.Result) -> None:
-    for line in result.notes():
+def _print_notes(
+    result: pipeline.Result, verbosity: report.Verbosity, *, details: bool = True
+) -> None:
+    from specgen.report import note_lines
+
+    for line in note_lines(result, verbosity, details=details):
         click.echo(line, err=True)
 
 
@@ -133,6 +203,7 @@ def cli() -> None:
     help="Write the files here (atomically) instead of printing them.",
 )
 @generator_options
+@output_options
 @refusals
 def build(
     spec: str,
@@ -141,6 +212,8 @@ def build(
     server: str | None,
     strict: bool,
     no_validate: bool,
+    quiet: bool,
+    verbose: bool,
 ) -> None:
     """Write allow.json, preamble.js, description.txt (and health_check.txt) for SPEC.
 
@@ -149,13 +222,15 @@ def build(
     from specgen import build as pipeline
     from specgen.render import all_sections
 
+    verbosity = _verbosity(quiet, verbose)
     result = pipeline.run(spec, _options(global_name, server, strict, no_validate))
-    _print_notes(result)
+    _print_notes(result, verbosity)
     if outdir is None:
         click.echo(all_sections(result.gen, result.files), nl=False)
         return
     names = pipeline.write(result, outdir)
-    click.echo(f"specgen: wrote {', '.join(names)} to {outdir}", err=True)
+    if verbosity:
+        click.echo(f"specgen: wrote {', '.join(names)} to {outdir}", err=True)
 
 
 EMIT_KINDS = ("allow", "catalog", "preamble", "description", "health", "json")
@@ -165,9 +240,17 @@ EMIT_KINDS = ("allow", "catalog", "preamble", "description", "health", "json")
 @click.argument("kind", type=click.Choice(EMIT_KINDS))
 @click.argument("spec")
 @generator_options
+@output_options
 @refusals
 def emit(
-    kind: str, spec: str, global_name: str, server: str | None, strict: bool, no_validate: bool
+    kind: str,
+    spec: str,
+    global_name: str,
+    server: str | None,
+    strict: bool,
+    no_validate: bool,
+    quiet: bool,
+    verbose: bool,
 ) -> None:
     """Print one artifact of SPEC on stdout.
 
@@ -177,8 +260,10 @@ def emit(
     from specgen import build as pipeline
     from specgen.render import bundle
 
+    verbosity = _verbosity(quiet, verbose)
     result = pipeline.run(spec, _options(global_name, server, strict, no_validate))
-    _print_notes(result)
+    # json carries every skip and warning itself; stderr then only sums them up.
+    _print_notes(result, verbosity, details=kind != "json")
     files = result.files
     text = {
         "allow": files["allow.json"],
@@ -190,25 +275,62 @@ def emit(
     click.echo(bundle(result.gen, files) if text is None else text, nl=False)
 
 
+def _verdict(errors: list[str], warnings: list[str], strict: bool) -> str:
+    if not errors and not warnings:
+        return "valid"
+    if errors or strict:
+        return f"{len(errors) + strict * len(warnings):,} problem(s)" + (
+            f", {len(warnings):,} of them examples or defaults (--strict)"
+            if strict and warnings
+            else ""
+        )
+    return (
+        f"valid; {len(warnings):,} warning(s): examples or defaults that contradict their "
+        "schemas (--strict counts them as errors)"
+    )
+
+
 @cli.command()
 @click.argument("spec")
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Count examples and defaults that contradict their schemas as errors too.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of lines.")
 @refusals
-def validate(spec: str) -> None:
-    """Full OpenAPI validation of SPEC: every problem, plus examples and defaults that
-    contradict their schemas. Exit 1 when anything is wrong."""
+def validate(spec: str, strict: bool, as_json: bool) -> None:
+    """Full OpenAPI validation of SPEC: every error, plus examples and defaults that
+    contradict their schemas (warnings, unless --strict). Exit 1 on any error."""
+    import orjson
+
     from specgen import build as pipeline
     from specgen.load import load
+    from specgen.report import Progress, split_severities
     from specgen.validate import full_report
 
     source = load(spec)
     pipeline.check_version(source)
-    problems = full_report(source.doc, source.name)
-    for line in problems:
-        click.echo(line)
-    if problems:
-        click.echo(f"specgen: {source.name}: {len(problems)} problem(s)", err=True)
+    with Progress(f"validating {source.name}"):
+        errors, warnings = split_severities(full_report(source.doc, source.name))
+    failed = bool(errors or (strict and warnings))
+    if as_json:
+        record = {
+            "file": source.name,
+            "valid": not failed,
+            "strict": strict,
+            "errors": errors,
+            "warnings": warnings,
+        }
+        click.echo(orjson.dumps(record, option=orjson.OPT_INDENT_2).decode())
+    else:
+        for line in errors:
+            click.echo(line)
+        for line in warnings:
+            click.echo(line if strict else line.replace(": nit: ", ": warning: ", 1))
+        click.echo(f"specgen: {source.name}: {_verdict(errors, warnings, strict)}", err=True)
+    if failed:
         sys.exit(1)
-    click.echo(f"specgen: {source.name}: valid", err=True)
 
 
 @cli.command()
@@ -233,8 +355,9 @@ def check(
     no_validate: bool,
 ) -> None:
     """Exit 0 when OUTDIR holds exactly what build would write for SPEC (and, with
-    --grants, when the profile's catalog is SPEC's route list and every allow entry is
-    an instance of one of its routes); else print what differs and exit 1."""
+    --grants, when every allow entry of the profile is an instance of one of SPEC's
+    routes and its catalog, if it has one, is SPEC's route list); else print what
+    differs, one line per route, and exit 1."""
     if outdir is None and grants is None:
         raise click.UsageError("give OUTDIR, --grants FILE --profile NAME, or both")
     if (grants is None) != (profile is None):
@@ -243,6 +366,11 @@ def check(
     from specgen.check import diff_dir, grant_drift, regenerate_command
 
     options = _options(global_name, server, strict, no_validate)
+    if outdir is not None and not outdir.is_dir():
+        what = "is not a directory" if outdir.exists() else "does not exist"
+        raise SpecError(
+            f"specgen: {outdir} {what}; write it with: {regenerate_command(spec, str(outdir), options)}"
+        )
     result = pipeline.run(spec, options)
     failed = False
     if outdir is not None:
@@ -256,12 +384,135 @@ def check(
                 err=True,
             )
     if grants is not None and profile is not None:
-        for problem in grant_drift(result, grants, profile):
+        problems = grant_drift(result, grants, profile)
+        if problems:
             failed = True
-            click.echo(f"specgen: {grants}: {problem}", err=True)
+            click.echo(
+                f'specgen: {grants}: profile "{profile}" disagrees with {spec} '
+                f"({len(problems)} line(s)):",
+                err=True,
+            )
+            for problem in problems:
+                click.echo(f"  {problem}", err=True)
     if failed:
         sys.exit(1)
     click.echo("specgen: up to date", err=True)
+
+
+@cli.group()
+def grant() -> None:
+    """Draft and describe grants files (the operator's file `specgen run --grants` reads)."""
+
+
+@grant.command("init")
+@click.argument("spec")
+@click.option("--profile", "profile_name", required=True, help="The new profile's name.")
+@click.option(
+    "--caller",
+    "callers",
+    multiple=True,
+    metavar="ID",
+    help="Who may run with the profile (repeatable); without one the loader refuses it.",
+)
+@click.option(
+    "--allow",
+    "allow",
+    multiple=True,
+    metavar="ROUTE",
+    help="An allow entry, 'METHOD /path', an instance of one of SPEC's routes (repeatable). "
+    "Without any, allow is empty and every call is refused.",
+)
+@click.option(
+    "--preamble-file",
+    metavar="PATH",
+    help="The profile's preamble_file (specgen build's preamble.js), relative to the grants file.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the grants file here (refused if it exists) instead of stdout.",
+)
+@generator_options
+@refusals
+def grant_init(
+    spec: str,
+    profile_name: str,
+    callers: tuple[str, ...],
+    allow: tuple[str, ...],
+    preamble_file: str | None,
+    output: Path | None,
+    global_name: str,
+    server: str | None,
+    strict: bool,
+    no_validate: bool,
+) -> None:
+    """Draft a grants file for SPEC: its routes as the catalog, the allow entries you
+    name, base_url and a token block from what the document declares. Notes on what to
+    check before use go to stderr."""
+    from specgen import build as pipeline
+    from specgen.files import write_atomic
+    from specgen.grant_init import PROFILE_NAME, draft
+    from specgen.quoting import go_quote
+
+    if not PROFILE_NAME.match(profile_name):
+        raise click.BadParameter(
+            f"{go_quote(profile_name)}: 1 to 128 letters, digits, '.', '_' or '-'",
+            param_hint="--profile",
+        )
+    result = pipeline.run(spec, _options(global_name, server, strict, no_validate))
+    drafted = draft(
+        result.source.doc,
+        list(result.gen.allow),
+        profile=profile_name,
+        callers=[c.strip() for c in callers],
+        allow=list(allow),
+        global_name=global_name,
+        server=server,
+        preamble_file=preamble_file,
+    )
+    for note in drafted.notes:
+        click.echo(f"specgen: note: {note}", err=True)
+    if output is None:
+        click.echo(drafted.text(), nl=False)
+        return
+    if output.exists():
+        raise SpecError(
+            f"specgen: {output} exists; refusing to overwrite a grants file (merge the profile by hand)"
+        )
+    if not output.parent.is_dir():
+        raise SpecError(f"specgen: {output.parent} does not exist")
+    try:
+        write_atomic(output, drafted.text().encode())
+    except OSError as exc:
+        raise SpecError(f"specgen: write {output}: {exc.strerror or exc}") from None
+    click.echo(f"specgen: wrote {output}", err=True)
+
+
+@grant.command("schema")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the schema here instead of stdout.",
+)
+@refusals
+def grant_schema(output: Path | None) -> None:
+    """Print the grants file's JSON Schema (for an editor; the loader checks more)."""
+    from specgen.files import write_atomic
+    from specgen.grant_init import schema_text
+
+    text = schema_text()
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    if not output.parent.is_dir():
+        raise SpecError(f"specgen: {output.parent} does not exist")
+    try:
+        write_atomic(output, text.encode())
+    except OSError as exc:
+        raise SpecError(f"specgen: write {output}: {exc.strerror or exc}") from None
+    click.echo(f"specgen: wrote {output}", err=True)
 
 
 @cli.command()
@@ -306,6 +557,8 @@ def extract(
 
     if not prefixes and not tags:
         raise click.UsageError("give at least one --path-prefix or --tag")
+    if not output.parent.is_dir():
+        raise SpecError(f"specgen: {output.parent} does not exist (extract creates no folders)")
     name, raw = read_bytes(whole)
     data = cut(raw, sha256=pin, path_prefixes=list(prefixes), tags=list(tags), source_name=name)
     try:

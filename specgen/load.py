@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 import yaml
 
+from specgen.duplicates import check_json, strict_yaml_loader
 from specgen.errors import SpecError
 from specgen.files import read_limited, read_stream_limited
 
@@ -21,6 +22,7 @@ try:  # the C loader is ~10x faster; fall back quietly where libyaml is missing
     _YamlLoader: type = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover - depends on how PyYAML was built
     _YamlLoader = yaml.SafeLoader
+_YamlLoader = strict_yaml_loader(_YamlLoader)  # a repeated key is refused, not dropped
 
 # Values a YAML document may expand to: generous for anchors reused as shared schemas
 # (a value takes at least a few bytes of text, so 16 per byte is many times any reuse
@@ -75,6 +77,8 @@ def parse(name: str, raw: bytes) -> dict[str, Any]:
             ) from None
         except TypeError as texc:
             raise SpecError(f"specgen: {name}: {texc}") from None
+    else:
+        check_json(name, raw)  # orjson keeps the last of two equal keys without a word
     if not isinstance(doc, dict):
         kind = "empty" if doc is None else type(doc).__name__
         raise SpecError(f"specgen: {name}: the top level must be an object, not {kind}")

@@ -399,7 +399,7 @@ def test_stdin_dash(tmp_path: Path) -> None:
 
 def test_build_writes_the_files_and_reports_on_stderr(tmp_path: Path) -> None:
     out = tmp_path / "out" / "nested"
-    result = run("build", HAZARDS, "-o", out, "--global", "home")
+    result = run("build", HAZARDS, "-o", out, "--global", "home", "--verbose")
     assert result.exit_code == 0, result.output
     assert result.stdout == ""
     assert result.stderr.splitlines() == [
@@ -410,6 +410,7 @@ def test_build_writes_the_files_and_reports_on_stderr(tmp_path: Path) -> None:
         'specgen: warning: GET /api/v2/feed: optional query "cursor" cannot be sent through the broker, so the generated method always calls the bare route',
         'specgen: warning: GET /api/v2/stock has no operationId, so its method is named "get_stock" after its verb and path; give it an operationId for a name that survives path changes',
         HEALTH_NOTE_LINE,
+        "specgen: built 8 operations; 4 skipped, 2 warnings (--verbose to list)",
         f"specgen: wrote allow.json, description.txt, preamble.js to {out}",
     ]
     assert folder(out) == golden("hazards")
@@ -421,7 +422,8 @@ def test_build_replaces_files_by_rename_and_removes_a_stale_health_check(tmp_pat
     out = tmp_path / "out"
     first = run("build", SMART, "-o", out, "--global", "home")
     assert first.stderr.splitlines() == [
-        f"specgen: wrote allow.json, description.txt, health_check.txt, preamble.js to {out}"
+        "specgen: built 9 operations; 0 skipped, 0 warnings",
+        f"specgen: wrote allow.json, description.txt, health_check.txt, preamble.js to {out}",
     ]
     assert (out / "health_check.txt").read_text() == "GET /status\n"
     inode = (out / "allow.json").stat().st_ino
@@ -466,11 +468,16 @@ def test_build_without_outdir_prints_sections(tmp_path: Path) -> None:
         + "\n=== health_check (the profile's health_check backpressure probe) ===\n"
         + g["health_check.txt"]
     )
-    assert result.stderr == ""  # no skips, no warnings, and a health check is set
+    # no skips, no warnings, and a health check is set: the summary alone
+    assert result.stderr == "specgen: built 9 operations; 0 skipped, 0 warnings\n"
     hazards = run("build", HAZARDS, "--global", "home")
     assert "=== health_check" not in hazards.stdout
     assert hazards.stdout.endswith(golden("hazards")["description.txt"])
-    assert hazards.stderr.splitlines()[-1] == HEALTH_NOTE_LINE
+    assert hazards.stderr.splitlines()[-2:] == [
+        "specgen: note: no GET is marked x-plimsoll-health-check, so the profile gets no "
+        "health_check (see docs/grants.md)",
+        "specgen: built 8 operations; 4 skipped, 2 warnings (--verbose to list)",
+    ]
 
 
 # -- emit -------------------------------------------------------------------------------------
@@ -490,8 +497,10 @@ def test_emit_every_kind(case: str) -> None:
     assert out["preamble"].stdout == g["preamble.js"]
     assert out["description"].stdout == g["description.txt"]
     assert out["health"].stdout == g.get("health_check.txt", "")
-    # every kind prints the same notes on stderr
-    assert len({r.stderr for r in out.values()}) == 1
+    # every kind prints the same notes on stderr, but json (which holds them) only the summary
+    assert len({r.stderr for k, r in out.items() if k != "json"}) == 1
+    if "json" in out:
+        assert out["json"].stderr.splitlines() == [out["allow"].stderr.splitlines()[-1]]
 
     raw = out["json"].stdout
     bundle = json.loads(raw)
@@ -613,10 +622,10 @@ def grants(tmp_path: Path, catalog: list[str], allow: list[str], name: str = "ho
 def drift(tmp_path: Path, catalog: list[str], allow: list[str]) -> tuple[Result, list[str]]:
     g = grants(tmp_path, catalog, allow)
     result = run("check", SMART, "--grants", g, "--profile", "home", "--global", "home")
-    prefix = f"specgen: {g}: "
-    lines = result.stderr.splitlines()
-    assert all(line.startswith(prefix) for line in lines), lines
-    return result, [line.removeprefix(prefix) for line in lines]
+    head, *lines = result.stderr.splitlines()
+    assert head == (f'specgen: {g}: profile "home" disagrees with {SMART} ({len(lines)} line(s)):')
+    assert all(line.startswith("  ") for line in lines), lines
+    return result, [line.removeprefix("  ") for line in lines]
 
 
 def test_check_grants_passes_on_a_matching_profile(tmp_path: Path) -> None:
@@ -643,20 +652,23 @@ def test_check_grants_drifted_catalog(tmp_path: Path) -> None:
     catalog = [r for r in SMART_ROUTES if r not in ("GET /scenes", "PUT /lights/*")]
     result, lines = drift(tmp_path, catalog, [])
     assert result.exit_code == 1
-    assert lines == ['profile "home": catalog lacks PUT /lights/*, GET /scenes']
+    assert lines == [
+        "catalog: + PUT /lights/* (in the document, not in the catalog)",
+        "catalog: + GET /scenes (in the document, not in the catalog)",
+    ]
 
 
 def test_check_grants_extra_route(tmp_path: Path) -> None:
     result, lines = drift(tmp_path, [*SMART_ROUTES, "DELETE /scenes/*"], [])
     assert result.exit_code == 1
-    assert lines == ['profile "home": catalog has routes the document does not: DELETE /scenes/*']
+    assert lines == ["catalog: - DELETE /scenes/* (not in the document)"]
 
 
 def test_check_grants_reordered_catalog(tmp_path: Path) -> None:
     result, lines = drift(tmp_path, list(reversed(SMART_ROUTES)), [])
     assert result.exit_code == 1
     assert lines == [
-        'profile "home": catalog lists the document\'s routes in another order or with duplicates'
+        "catalog: lists the document's routes in another order (emit catalog writes it)"
     ]
 
 
@@ -665,8 +677,7 @@ def test_check_grants_allow_entry_outside_the_catalog(tmp_path: Path) -> None:
     result, lines = drift(tmp_path, SMART_ROUTES, allow)
     assert result.exit_code == 1
     assert lines == [
-        f'profile "home": allow entry "{entry}" is not an instance of any route in the document'
-        for entry in allow[1:]
+        f"allow: {entry} is not an instance of any route in the document" for entry in allow[1:]
     ]
 
 

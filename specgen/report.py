@@ -1,0 +1,170 @@
+"""What a build says on stderr: a summary and warnings grouped by kind, or every line.
+
+A provider's document yields hundreds of skips and warnings (GitHub's: 31 and 304), one
+line each, which buries the one line that matters. By default they are counted by kind
+with one example each and closed by a summary line; `--verbose` lists every line,
+`--quiet` prints nothing but errors. Grouping works on the message text, so a new kind
+of warning is grouped by its shape without a change here.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from specgen.build import Result
+
+
+class Verbosity(IntEnum):
+    QUIET = 0
+    NORMAL = 1
+    VERBOSE = 2
+
+
+#: The health_check note, short: the long reason is in docs/grants.md and --verbose.
+HEALTH_SHORT = (
+    "specgen: note: no GET is marked x-plimsoll-health-check, so the profile gets no "
+    "health_check (see docs/grants.md)"
+)
+
+_SUBJECT = re.compile(r"^[A-Z]+ /\S*?:? ")
+_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
+_LIST = re.compile(r'(?:\b\w+ "…", )+\w+ "…"')
+
+# Labels for the kinds seen in practice; anything else is grouped by its shape.
+_LABELS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^requires "), "require a query or header parameter a brokered call cannot send"),
+    (re.compile(r"only part of a segment"), "have a parameter that is only part of a segment"),
+    (re.compile(r"^host-API grants enforce only"), "use a verb grants do not enforce"),
+    (re.compile(r"^maps to route"), "map to a route a grant cannot hold"),
+    (
+        re.compile(r"^optional .* cannot be sent through the broker"),
+        "optional query or header parameters the broker cannot send (the method calls the bare route)",
+    ),
+    (
+        re.compile(r"has no operationId"),
+        "no operationId (the method is named after its verb and path)",
+    ),
+)
+
+
+def kind(message: str) -> str:
+    """The group a skip reason or warning belongs to: a known label, else its shape
+    (subject, quoted names and lists of names blanked out)."""
+    body = _SUBJECT.sub("", message, count=1)
+    for pattern, label in _LABELS:
+        if pattern.search(body) or pattern.search(message):
+            return label
+    return _LIST.sub('… "…"', _QUOTED.sub('"…"', body))
+
+
+@dataclass(frozen=True)
+class Group:
+    label: str
+    count: int
+    example: str
+
+
+def groups(messages: list[str]) -> list[Group]:
+    """Messages counted by kind, most frequent first (ties by label, for stable output)."""
+    counts: Counter[str] = Counter()
+    first: dict[str, str] = {}
+    for message in messages:
+        label = kind(message)
+        counts[label] += 1
+        first.setdefault(label, message)
+    ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return [Group(label, n, first[label]) for label, n in ordered]
+
+
+def _example(message: str) -> str:
+    match = _SUBJECT.match(message)
+    return match.group(0).rstrip(": ") if match else message[:80]
+
+
+def summary(result: Result, verb: str = "built") -> str:
+    gen = result.gen
+    parts = [f"{len(gen.skipped):,} skipped", f"{len(gen.warnings):,} warnings"]
+    tail = " (--verbose to list)" if gen.skipped or gen.warnings else ""
+    return f"specgen: {verb} {len(gen.operations):,} operations; {', '.join(parts)}{tail}"
+
+
+def note_lines(result: Result, verbosity: Verbosity, *, details: bool = True) -> list[str]:
+    """The stderr lines for a build. `details=False` (emit json, whose output already
+    carries every skip and warning) leaves only the summary line at normal verbosity."""
+    if verbosity is Verbosity.QUIET:
+        return []
+    gen = result.gen
+    if verbosity is Verbosity.VERBOSE:
+        lines = [f"specgen: skipped {s.method} {s.path} ({s.reason})" for s in gen.skipped]
+        lines += [f"specgen: warning: {w}" for w in gen.warnings]
+        if gen.health_note:
+            lines.append(f"specgen: health_check not set: {gen.health_note}")
+        return [*lines, summary(result)]
+    lines: list[str] = []
+    if details:
+        skips = [f"{s.method} {s.path}: {s.reason}" for s in gen.skipped]
+        for title, messages in (("skipped", skips), ("warnings", list(gen.warnings))):
+            if not messages:
+                continue
+            lines.append(f"specgen: {len(messages):,} {title}, by kind:")
+            lines += [
+                f"  {g.count:>5,}  {g.label} (e.g. {_example(g.example)})" for g in groups(messages)
+            ]
+        if gen.health_note:
+            lines.append(HEALTH_SHORT)
+    lines.append(summary(result))
+    return lines
+
+
+#: The marker full_report puts on an example or default that contradicts its schema.
+NIT_MARKER = ": nit: "
+
+
+def split_severities(lines: list[str]) -> tuple[list[str], list[str]]:
+    """(errors, warnings) of a `validate` report: nits (examples and defaults their
+    schemas reject) do not change what a build generates, so they are warnings."""
+    errors = [line for line in lines if NIT_MARKER not in line]
+    warnings = [line for line in lines if NIT_MARKER in line]
+    return errors, warnings
+
+
+class Progress:
+    """An elapsed-time line on stderr while a long step runs, only when stderr is a
+    terminal (a log or a pipe gets nothing), cleared when the step ends."""
+
+    def __init__(self, what: str, *, after_s: float = 1.0, stream: TextIO | None = None) -> None:
+        self.what = what
+        self.after_s = after_s
+        self.stream = stream if stream is not None else sys.stderr
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._shown = False
+
+    def __enter__(self) -> Progress:
+        if self.stream.isatty():
+            self._thread = threading.Thread(target=self._tick, daemon=True)
+            self._thread.start()
+        return self
+
+    def _tick(self) -> None:
+        start = time.monotonic()
+        while not self._stop.wait(self.after_s if not self._shown else 1.0):
+            self._shown = True
+            self.stream.write(f"\rspecgen: {self.what}… {time.monotonic() - start:.0f} s")
+            self.stream.flush()
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        if self._shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
