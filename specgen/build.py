@@ -46,11 +46,27 @@ class Result:
 
 
 def check_version(source: Source) -> str:
+    swagger = source.doc.get("swagger")
+    if "openapi" not in source.doc and swagger is not None:
+        raise SpecError(
+            f"specgen: {source.name} is a Swagger {go_quote(str(swagger))} document; specgen "
+            "reads OpenAPI 3.x only, so convert it to OpenAPI 3 first"
+        )
     version = source.doc.get("openapi")
     text = version if isinstance(version, str) else ("" if version is None else str(version))
     if not text.startswith("3."):
         raise SpecError(f"specgen: unsupported openapi version {go_quote(text)} (need 3.x)")
     return text
+
+
+def _check_has_paths(source: Source) -> None:
+    """A 3.1 document may hold only `webhooks`: requests the API sends to its users.
+    None of them is a call a grant could allow, and "no paths" alone would not say why."""
+    if not source.doc.get("paths") and source.doc.get("webhooks"):
+        raise SpecError(
+            f"specgen: {source.name} declares only webhooks (requests the API sends, not "
+            "calls to it) and no paths, so there is nothing to generate a client for"
+        )
 
 
 def run(spec: str, options: Options) -> Result:
@@ -62,6 +78,7 @@ def run(spec: str, options: Options) -> Result:
         line = structural_error_line(source.name, source.doc)
         if line:
             raise SpecError(line)
+    _check_has_paths(source)
     prefix, server_note = server_choice(
         source.doc, options.server, first_on_disagreement=not options.compat
     )

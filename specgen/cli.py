@@ -423,6 +423,11 @@ def grant() -> None:
     "Without any, allow is empty and every call is refused.",
 )
 @click.option(
+    "--base-url",
+    metavar="URL",
+    help="The profile's base_url (the API's origin) instead of the document's first server.",
+)
+@click.option(
     "--preamble-file",
     metavar="PATH",
     help="The profile's preamble_file (specgen build's preamble.js), relative to the grants file.",
@@ -440,6 +445,7 @@ def grant_init(
     profile_name: str,
     callers: tuple[str, ...],
     allow: tuple[str, ...],
+    base_url: str | None,
     preamble_file: str | None,
     output: Path | None,
     global_name: str,
@@ -470,6 +476,7 @@ def grant_init(
         global_name=global_name,
         server=server,
         preamble_file=preamble_file,
+        base_url=base_url,
     )
     for note in drafted.notes:
         click.echo(f"specgen: note: {note}", err=True)

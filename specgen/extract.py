@@ -24,6 +24,7 @@ from urllib.parse import unquote
 
 import orjson
 
+from specgen.duplicates import check_json
 from specgen.errors import SpecError
 from specgen.refs import MISSING, resolve_pointer
 
@@ -34,8 +35,15 @@ _COMPONENTS_PREFIX = "/components/"
 
 
 def _parse(whole: bytes, source_name: str) -> Any:
+    if whole.lstrip()[:1] not in (b"{", b"["):
+        # Not JSON: YAML, read exactly as `build` reads it (the cut is written as JSON).
+        from specgen.load import parse
+
+        return parse(source_name, whole)
     try:
-        return orjson.loads(whole)
+        doc = orjson.loads(whole)
+        check_json(source_name, whole)
+        return doc
     except orjson.JSONDecodeError as exc:
         # orjson refuses integers wider than 64 bits, which JSON allows; the standard
         # library accepts them, so only a document both refuse is "not JSON".
@@ -136,7 +144,7 @@ def extract(
     """Return the cut document as bytes (the caller writes them atomically).
 
     Raises SpecError (one line) for: a file whose SHA-256 is not the pin, no selector,
-    not JSON, a non-object document, nothing selected, or a reference that cannot be
+    not JSON or YAML, a non-object document, nothing selected, or a reference that cannot be
     carried into the cut (remote, outside #/components/, or unresolvable).
     """
     actual = hashlib.sha256(whole).hexdigest()

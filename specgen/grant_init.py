@@ -136,6 +136,7 @@ def draft(
     global_name: str,
     server: str | None,
     preamble_file: str | None,
+    base_url: str | None = None,
 ) -> Draft:
     """The grants file `{"profiles": {profile: ...}}` for `doc`'s routes.
 
@@ -158,7 +159,10 @@ def draft(
         if route in allowed:
             raise SpecError(f"specgen: --allow {go_quote(line)} is given twice")
         allowed.append(route)
-    base_url, notes = _origin(doc, server)
+    if base_url is not None:
+        notes: list[str] = []
+    else:
+        base_url, notes = _origin(doc, server)
     token, token_notes = _token(doc, profile)
     notes += token_notes
     if not callers:
