@@ -191,7 +191,11 @@ class SpecgenGroup(click.Group):
 @click.group(cls=SpecgenGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="plimsoll-specgen")
 def cli() -> None:
-    """Generate a brokered client, its allow list and a model description from OpenAPI."""
+    """Generate a brokered client, its allow list and a model description from OpenAPI.
+
+    The grants file `specgen run` reads is described in docs/grants.md; `specgen grant
+    init` drafts one and `specgen grant schema` prints its JSON Schema.
+    """
 
 
 @cli.command()

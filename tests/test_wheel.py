@@ -80,3 +80,6 @@ def test_installed_wheel_builds_the_golden_files_outside_the_checkout(tmp_path: 
         assert built == want, name
         checked = sh(specgen, "check", spec.name, str(GOLDEN / name), *args, cwd=work)
         assert checked.stderr == "specgen: up to date\n"
+    # the grants schema is packaged, so `grant schema` works from an installed wheel
+    printed = sh(specgen, "grant", "schema", cwd=work).stdout
+    assert printed == (ROOT / "specgen" / "grants.schema.json").read_text(encoding="utf-8")

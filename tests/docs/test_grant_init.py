@@ -151,7 +151,7 @@ def test_init_never_overwrites_a_grants_file(tmp_path: Path) -> None:
 def test_bad_profile_name_is_a_usage_error() -> None:
     result = run("grant", "init", SMART, "--profile", "has space")
     assert result.exit_code == 2
-    assert "Invalid value for --profile: \"has space\"" in result.stderr
+    assert 'Invalid value for --profile: "has space"' in result.stderr
 
 
 def test_env_name() -> None:
@@ -181,4 +181,17 @@ def test_check_grants_without_catalog_checks_allow_only(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert result.stderr.splitlines()[1:] == [
         "  allow: GET /garage is not an instance of any route in the document"
+    ]
+
+
+def test_check_grants_names_a_narrowed_catalog_entry_once(tmp_path: Path) -> None:
+    routes = json.loads(run("emit", "catalog", SMART).stdout)
+    catalog = ["GET /lights/kitchen" if r == "GET /lights/*" else r for r in routes]
+    profile = {"base_url": "https://h.example", "allowed_callers": ["me"], "catalog": catalog}
+    g = tmp_path / "grants.json"
+    g.write_text(json.dumps({"profiles": {"home": profile}}))
+    result = run("check", SMART, "--grants", g, "--profile", "home")
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[1:] == [
+        "  catalog: ~ GET /lights/kitchen (the document has GET /lights/*)"
     ]

@@ -163,7 +163,10 @@ def test_a_drifted_catalog_fails(tmp_path: Path, spec: pipeline.Result) -> None:
         text=True,
         timeout=120,
     )
-    assert proc.returncode == 1 and "catalog lacks" in proc.stderr
+    assert (
+        proc.returncode == 1
+        and "catalog: + GET /client/v4/accounts/*/agent-memory/namespaces/*" in proc.stderr
+    )
 
 
 def _whole_document() -> bytes:

@@ -143,7 +143,7 @@ def test_agent_memory_catalog_on_the_page_is_the_same_list() -> None:
 
 def test_agent_memory_warnings_are_exactly_the_pages() -> None:
     spec, args = case_args("agent-memory")
-    result = CliRunner().invoke(cli, ["emit", "json", spec, *args])
+    result = CliRunner().invoke(cli, ["emit", "json", spec, *args, "--verbose"])
     assert result.exit_code == 0, result.output
     bundle = json.loads(result.stdout)
     assert bundle["warnings"] == page_warnings()
