@@ -443,6 +443,7 @@ def grant() -> None:
     help="Write the grants file here (refused if it exists) instead of stdout.",
 )
 @generator_options
+@output_options
 @refusals
 def grant_init(
     spec: str,
@@ -456,6 +457,8 @@ def grant_init(
     server: str | None,
     strict: bool,
     no_validate: bool,
+    quiet: bool,
+    verbose: bool,
 ) -> None:
     """Draft a grants file for SPEC: its routes as the catalog, the allow entries you
     name, base_url and a token block from what the document declares. Notes on what to
@@ -470,7 +473,9 @@ def grant_init(
             f"{go_quote(profile_name)}: 1 to 128 letters, digits, '.', '_' or '-'",
             param_hint="--profile",
         )
+    verbosity = _verbosity(quiet, verbose)
     result = pipeline.run(spec, _options(global_name, server, strict, no_validate))
+    _print_notes(result, verbosity)
     drafted = draft(
         result.source.doc,
         list(result.gen.allow),
@@ -482,7 +487,7 @@ def grant_init(
         preamble_file=preamble_file,
         base_url=base_url,
     )
-    for note in drafted.notes:
+    for note in drafted.notes if verbosity else ():
         click.echo(f"specgen: note: {note}", err=True)
     if output is None:
         click.echo(drafted.text(), nl=False)

@@ -13,7 +13,8 @@ import jsonschema
 import pytest
 from click.testing import CliRunner, Result
 
-from runtime.grants import GrantsError, load
+from runtime import GrantsError
+from runtime import load_grants as load
 from specgen.cli import cli
 from specgen.grant_init import env_name, schema_text
 

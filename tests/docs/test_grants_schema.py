@@ -16,7 +16,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from runtime.grants import GrantsError, load
+from runtime import GrantsError
+from runtime import load_grants as load
 from specgen.grant_init import schema_text
 
 ROOT = Path(__file__).resolve().parents[2]
