@@ -475,7 +475,6 @@ def grant_init(
         )
     verbosity = _verbosity(quiet, verbose)
     result = pipeline.run(spec, _options(global_name, server, strict, no_validate))
-    _print_notes(result, verbosity)
     drafted = draft(
         result.source.doc,
         list(result.gen.allow),
@@ -487,6 +486,7 @@ def grant_init(
         preamble_file=preamble_file,
         base_url=base_url,
     )
+    _print_notes(result, verbosity)  # only now: a refused --allow stays one line
     for note in drafted.notes if verbosity else ():
         click.echo(f"specgen: note: {note}", err=True)
     if output is None:
