@@ -53,7 +53,7 @@ def test_a_draft_with_callers_and_allow_loads_and_validates(tmp_path: Path) -> N
     assert profile.base_url == "https://api.cloudflare.com"
     assert profile.global_name == "memory"
     assert [str(r) for r in profile.allow] == [allow]
-    emitted = run("emit", "catalog", MEMORY, "--global", "memory")
+    emitted = run("emit", "catalog", MEMORY, "--global", "memory", "--compat", "reference")
     assert [str(r) for r in profile.catalog] == json.loads(emitted.stdout)
     assert profile.token_env == "MEM_TOKEN"
     # the document's apiKey schemes cannot be sent by the broker: each is named

@@ -313,4 +313,4 @@ def test_check_grants_refuses_a_catalog_with_other_parameters(tmp_path: Path) ->
     path.write_text(json.dumps(data))
     result = cli_run("check", MEM0, "--grants", path, "--profile", "m")
     assert result.exit_code == 1
-    assert "catalog names other query or header parameters" in result.output
+    assert "catalog: names other query or header parameters" in result.output
