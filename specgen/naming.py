@@ -7,7 +7,7 @@ inherit; otherwise a document could break or subvert the client it is generating
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 #: ECMAScript reserved words (plus the strict-mode and future ones) an argument may not use.
 RESERVED: frozenset[str] = frozenset(
@@ -118,10 +118,9 @@ def arg_names(raw_names: Iterable[str], has_body: bool) -> list[str]:
     if has_body:
         taken.add("body")
     names: list[str] = []
+    counters: dict[str, int] = {}
     for raw in raw_names:
-        name = js_ident(raw)
-        while name in RESERVED or name in taken:
-            name += "_"
+        name = unique(js_ident(raw), lambda n: n in RESERVED or n in taken, counters)
         taken.add(name)
         names.append(name)
     return names
@@ -163,3 +162,24 @@ def unsafe_method_name(name: str) -> str | None:
     if name in RESERVED:
         return "is a JavaScript reserved word"
     return None
+
+
+def unique(base: str, taken: Callable[[str], bool], counters: dict[str, int]) -> str:
+    """`base`, else `base_` (the reference's rule), else `base_2`, `base_3`, ...
+
+    The reference appends `_` until a name is free, which a document with n paths whose
+    names collide turns into names n characters long: output quadratic in the input and
+    work cubic (62 MB and 29 s for 544 KB). After the first `_` we count instead, and
+    `counters` remembers where each base's count stopped, so every name costs amortised
+    O(1) tries. The caller marks the returned name taken.
+    """
+    if not taken(base):
+        return base
+    name = base + "_"
+    if not taken(name):
+        return name
+    n = counters.get(base, 2)
+    while taken(f"{base}_{n}"):
+        n += 1
+    counters[base] = n + 1
+    return f"{base}_{n}"

@@ -225,6 +225,7 @@ class _Generator:
         # Names that explicit operationIds will take; a derived name never takes one, or a
         # later operationId would be refused as a collision with a name we made up.
         self.explicit: set[str] = set()
+        self.name_counters: dict[str, int] = {}
 
     def params(
         self, path_item: dict[str, Any], op: dict[str, Any], method: str, path: str
@@ -512,16 +513,21 @@ class _Generator:
         )
 
     def auto_name(self, method: str, path: str) -> str:
-        name = _auto_name(method, path.removeprefix(self.prefix) or "/")
-        while (
+        return naming.unique(
+            _auto_name(method, path.removeprefix(self.prefix) or "/"),
+            self.name_taken,
+            self.name_counters,
+        )
+
+    def name_taken(self, name: str) -> bool:
+        """Whether a derived method name would clash with a name already used or claimed."""
+        return (
             name in self.names
             or name in self.explicit
             or name in naming.CLIENT_METHODS
             or name in naming.OBJECT_PROTOTYPE
             or (self.full and naming.unsafe_method_name(name) is not None)
-        ):
-            name += "_"
-        return name
+        )
 
     def full_name(self, op_id: str, method: str, path: str) -> str:
         """The default build's name for an operationId: renamed, with a warning, if unsafe.

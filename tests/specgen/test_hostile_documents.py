@@ -83,3 +83,52 @@ def test_a_cycle_is_refused_wherever_it_is_entered() -> None:
     for start in ("#/a", "#/b", "#/c", "#/a"):
         with pytest.raises(refs.SpecError, match="is circular"):
             resolver.deref({"$ref": start}, "here")
+
+
+def colliding_paths_document(count: int) -> dict[str, Any]:
+    """`count` distinct paths whose derived method names are all `get_x______`, and one
+    path whose `count` parameters all map to the argument name `a_`."""
+    punct = "-._~"
+    width = 1
+    while len(punct) ** width < count:
+        width += 1
+    paths: dict[str, Any] = {}
+    for k in range(count):
+        digits = []
+        for _ in range(width):
+            k, d = divmod(k, len(punct))
+            digits.append(punct[d])
+        paths["/x" + "".join(digits)] = {"get": {"responses": {"200": {"description": "ok"}}}}
+    many = "/".join(f"{{a{p}}}" for p in _distinct(count, "-.~!@"))
+    paths["/m/" + many] = {
+        "get": {"operationId": "many", "responses": {"200": {"description": "ok"}}}
+    }
+    return {"openapi": "3.0.3", "info": {"title": "t", "version": "1"}, "paths": paths}
+
+
+def _distinct(count: int, alphabet: str) -> list[str]:
+    out = [""]
+    while len(out) < count + 1:
+        out = [s + c for s in out for c in alphabet] + out
+    return sorted(set(out) - {""}, key=lambda s: (len(s), s))[:count]
+
+
+def test_colliding_derived_names_stay_short_and_output_stays_linear() -> None:
+    # Appending `_` until a name was free made name k k characters longer: 544 KB of
+    # such paths wrote 62 MB. Names now grow by a counter, so output is linear.
+    import orjson
+
+    from specgen.render import artifacts
+
+    count = 3000
+    doc = colliding_paths_document(count)
+    size = len(orjson.dumps(doc))
+    gen = generate(doc, name="collide")
+    names = [op.name for op in gen.operations]
+    assert len(set(names)) == len(names) == count + 1
+    assert max(len(n) for n in names) <= len("get_x") + 8 + 1 + len(str(count))
+    many = next(op for op in gen.operations if op.name == "many")
+    assert len(set(many.args)) == count
+    assert max(len(a) for a in many.args) <= len("a") + 6 + 1 + len(str(count))
+    written = sum(len(text.encode()) for text in artifacts(gen).values())
+    assert written < 20 * size, (written, size)
