@@ -24,11 +24,14 @@ except AttributeError:  # pragma: no cover - depends on how PyYAML was built
     _YamlLoader = yaml.SafeLoader
 _YamlLoader = strict_yaml_loader(_YamlLoader)  # a repeated key is refused, not dropped
 
-# Values a YAML document may expand to: generous for anchors reused as shared schemas
-# (a value takes at least a few bytes of text, so 16 per byte is many times any reuse
-# seen in practice), and far below what an alias bomb asks for.
-_YAML_VALUES_PER_BYTE = 16
-_YAML_VALUES_FLOOR = 100_000
+# Values a YAML document may expand to: one per byte of input, plus a floor for small
+# documents. Real documents make about 0.03 values per byte (30 times below this, so
+# anchors reused as shared schemas still fit), and a value costs memory whether it came
+# from text or from an alias: at this bound an alias bomb takes about as much memory as
+# a plain document of its size (tens of times the input), where 16 per byte let it take
+# 270 times the input.
+_YAML_VALUES_PER_BYTE = 1
+_YAML_VALUES_FLOOR = 10_000
 
 
 @dataclass(frozen=True)

@@ -132,3 +132,52 @@ def test_colliding_derived_names_stay_short_and_output_stays_linear() -> None:
     assert max(len(a) for a in many.args) <= len("a") + 6 + 1 + len(str(count))
     written = sum(len(text.encode()) for text in artifacts(gen).values())
     assert written < 20 * size, (written, size)
+
+
+def alias_bomb(values: int, padding: int) -> bytes:
+    """A YAML document whose aliases expand to about `values` values, padded with one
+    `padding`-byte string so that the document's own size is known."""
+    lines = [
+        'openapi: "3.0.3"',
+        "info: {title: t, version: '1'}",
+        "paths: {}",
+        "x-pad: " + "p" * padding,
+        "x-a0: &a0 [" + ",".join(["x"] * 10) + "]",
+    ]
+    for i in range(1, 4):
+        lines.append(f"x-a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 10) + "]")
+    per_top = 11_111  # a0 is 11 values, a1 1 + 10 * 11, a2 1,111, a3 11,111
+    lines.append("x-top: [" + ",".join(["*a3"] * max(1, values // per_top)) + "]")
+    return ("\n".join(lines) + "\n").encode()
+
+
+def test_the_biggest_alias_expansion_load_accepts_costs_memory_like_a_plain_document() -> None:
+    # Plain YAML documents in the corpus peak at about 25-30 times their size while
+    # loading; the largest alias bomb load accepts must stay in that range (at 16 values
+    # per byte it reached about 270 times).
+    import tracemalloc
+
+    from specgen.errors import SpecError
+    from specgen.load import parse
+
+    padding = 64_000
+    accepted: list[tuple[int, int]] = []
+    values = 20_000
+    while values < 50_000_000:
+        raw = alias_bomb(values, padding)
+        tracemalloc.start()
+        try:
+            parse("bomb.yaml", raw)
+        except SpecError as exc:
+            assert "YAML aliases expand to more than" in str(exc)
+            break
+        finally:
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+        accepted.append((len(raw), peak))
+        values = values * 3 // 2
+    else:
+        pytest.fail("load accepted an alias bomb of 50 million values")
+    assert accepted, "even a small alias expansion was refused"
+    size, peak = accepted[-1]
+    assert peak <= 40 * size, (peak / size, accepted)
