@@ -25,6 +25,7 @@ from urllib.parse import quote, unquote
 
 import jsonschema_rs
 
+from specgen.quoting import go_quote
 from specgen.refs import MISSING, resolve_pointer
 
 # The document's `openapi` value selects the schema; anything else is the caller's refusal.
@@ -532,6 +533,8 @@ def example_nits(doc: dict, source: str) -> list[str]:
     if not checks:
         return []
     cls, format_checker, registry = _value_validators(doc, family)
+    unchecked: set[str] = set()  # patterns RE2 cannot run, so no value was tested against them
+    cls = _linear_regexes(cls, unchecked)
     validators: dict[str, Any] = {}
     lines: list[str] = []
     seen: set[str] = set()  # a shared example reached twice through the same schema
@@ -567,7 +570,22 @@ def example_nits(doc: dict, source: str) -> list[str]:
         if line not in seen:
             seen.add(line)
             lines.append(line)
+    lines.extend(
+        f"specgen: {source}: nit: pattern {go_quote(p)} was not checked against examples or "
+        "defaults: it needs backtracking (backreferences or lookaround), which can take "
+        "time exponential in the value, or is too large for the linear-time engine"
+        for p in sorted(unchecked)
+    )
     return lines
+
+
+def _linear_regexes(cls: Any, unchecked: set[str]) -> Any:
+    """`cls` with every document regex run by RE2 (see specgen/regex.py)."""
+    from jsonschema import validators
+
+    from specgen import regex
+
+    return validators.extend(cls, regex.jsonschema_keywords(unchecked))
 
 
 def _first_error(validator: Any, value: Any) -> Any:

@@ -6,8 +6,12 @@ on a machine of any speed when the growth comes back, and never because CI is sl
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from specgen import refs
@@ -116,8 +120,6 @@ def _distinct(count: int, alphabet: str) -> list[str]:
 def test_colliding_derived_names_stay_short_and_output_stays_linear() -> None:
     # Appending `_` until a name was free made name k k characters longer: 544 KB of
     # such paths wrote 62 MB. Names now grow by a counter, so output is linear.
-    import orjson
-
     from specgen.render import artifacts
 
     count = 3000
@@ -181,3 +183,63 @@ def test_the_biggest_alias_expansion_load_accepts_costs_memory_like_a_plain_docu
     assert accepted, "even a small alias expansion was refused"
     size, peak = accepted[-1]
     assert peak <= 40 * size, (peak / size, accepted)
+
+
+def backtracking_pattern_document(pattern: str, example: str) -> dict[str, Any]:
+    media = {"schema": {"type": "string", "pattern": pattern}, "example": example}
+    ok = {"description": "ok", "content": {"application/json": media}}
+    return {
+        "openapi": "3.0.3",
+        "info": {"title": "t", "version": "1"},
+        "paths": {"/a": {"get": {"operationId": "a", "responses": {"200": ok}}}},
+    }
+
+
+def test_validate_finishes_on_a_backtracking_pattern(tmp_path: Path) -> None:
+    # Python's `re` needs about 2**40 steps for this (hours); RE2 is linear. The timeout is
+    # a generous bound on a fixed run of about a second, not a measurement.
+    spec = tmp_path / "redos.json"
+    doc = backtracking_pattern_document("^(a+)+$", "a" * 40 + "!")
+    spec.write_bytes(orjson.dumps(doc))
+    proc = subprocess.run(
+        [sys.executable, "-m", "specgen", "validate", str(spec)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 1
+    assert "does not match '^(a+)+$'" in proc.stdout
+
+
+def test_a_pattern_re2_cannot_run_is_reported_not_evaluated() -> None:
+    from specgen.validate import example_nits
+
+    pattern = "^(?=a)(a+)+$"  # lookahead: RE2 refuses it
+    lines = example_nits(backtracking_pattern_document(pattern, "a" * 40 + "!"), "doc")
+    assert lines == [
+        f'specgen: doc: nit: pattern "{pattern}" was not checked against examples or defaults: '
+        "it needs backtracking (backreferences or lookaround), which can take time exponential "
+        "in the value, or is too large for the linear-time engine"
+    ]
+
+
+def test_patterns_re2_runs_still_judge_examples_and_property_names() -> None:
+    from specgen.validate import example_nits
+
+    doc = backtracking_pattern_document("^[a-z]+$", "abc")
+    assert example_nits(doc, "doc") == []
+    doc = backtracking_pattern_document("^[a-z]+$", "ABC")
+    assert len(example_nits(doc, "doc")) == 1
+    media = doc["paths"]["/a"]["get"]["responses"]["200"]["content"]["application/json"]
+    media["schema"] = {
+        "type": "object",
+        "patternProperties": {"^x-": {"type": "integer"}},
+        "additionalProperties": False,
+    }
+    media["example"] = {"x-a": 1}
+    assert example_nits(doc, "doc") == []
+    media["example"] = {"x-a": "one"}
+    assert "'one' is not of type 'integer'" in example_nits(doc, "doc")[0]
+    media["example"] = {"y": 1}
+    assert "'y' does not match any of the regexes: '^x-'" in example_nits(doc, "doc")[0]
