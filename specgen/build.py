@@ -13,7 +13,7 @@ from specgen.errors import SpecError
 from specgen.files import write_atomic
 from specgen.load import Source, load
 from specgen.operations import Generated, generate
-from specgen.quoting import go_quote
+from specgen.quoting import go_quote, visible
 from specgen.render import FILES, artifacts
 from specgen.servers import server_choice
 
@@ -42,7 +42,7 @@ class Result:
         lines += [f"specgen: warning: {w}" for w in self.gen.warnings]
         if self.gen.health_note:
             lines.append(f"specgen: health_check not set: {self.gen.health_note}")
-        return lines
+        return [visible(line) for line in lines]  # paths and names come from the document
 
 
 def check_version(source: Source) -> str:

@@ -7,6 +7,57 @@ whatever a JSON library happens to do with `<`, `&` or U+2028.
 
 from __future__ import annotations
 
+import unicodedata
+
+# Characters a reader cannot see, yet that change what a model or a terminal is told:
+# Unicode format characters (Cf: bidi overrides and isolates, zero-width characters,
+# BOM, soft hyphen, most tag characters), controls (Cc: ESC starts terminal sequences),
+# surrogates and line/paragraph separators, plus invisible characters of other
+# categories: the whole tag block, variation selectors (which can smuggle data after
+# any visible character), the combining grapheme joiner and the Hangul fillers.
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+_INVISIBLE_RANGES = (
+    (0x034F, 0x034F),
+    (0x115F, 0x1160),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
+    (0xFFA0, 0xFFA0),
+    (0xE0000, 0xE007F),
+    (0xE0100, 0xE01EF),
+)
+
+
+def is_invisible(ch: str) -> bool:
+    """Whether `ch` is a control or invisible character that must never pass through raw."""
+    if ch.isascii():
+        return ch < " " or ch == "\x7f"
+    if unicodedata.category(ch) in _INVISIBLE_CATEGORIES:
+        return True
+    code = ord(ch)
+    return any(lo <= code <= hi for lo, hi in _INVISIBLE_RANGES)
+
+
+def _escape(ch: str) -> str:
+    code = ord(ch)
+    if code < 0x80:
+        return f"\\x{code:02x}"
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def visible(text: str) -> str:
+    """`text` with every invisible or control character written as a visible escape.
+
+    The one filter for document text that reaches a model (description.txt) or an
+    operator's terminal (messages): a title with a bidi override, tag characters that
+    spell out instructions, or an ESC that retitles the terminal all show up as
+    `\\u202e`, `\\U000e0041`, `\\x1b` instead of acting. Everything else is unchanged.
+    """
+    if text.isascii() and text.isprintable():
+        return text
+    return "".join(_escape(ch) if is_invisible(ch) else ch for ch in text)
+
 # Go's json.Marshal escapes `<`, `>`, `&`, U+2028 and U+2029 so that JSON stays safe inside
 # HTML and inside JS source (U+2028/U+2029 end a line in older JS), and writes control
 # characters other than \n \r \t as \u00XX. We keep the rule: a route literal with `&` or
@@ -22,8 +73,15 @@ def js_string(value: str) -> str:
         esc = _JSON_ESCAPES.get(ch)
         if esc is not None:
             out.append(esc)
-        elif ch < " ":
-            out.append(f"\\u{ord(ch):04x}")
+        elif ch < " " or is_invisible(ch):
+            # \\u escapes keep the string's value; a bidi override or zero-width
+            # character must not make the source read differently from what it does
+            code = ord(ch)
+            if code < 0x10000:
+                out.append(f"\\u{code:04x}")
+            else:
+                code -= 0x10000
+                out.append(f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}")
         else:
             out.append(ch)
     out.append('"')
@@ -53,7 +111,7 @@ def go_quote(value: str) -> str:
     for ch in value:
         if ch in _GO_ESCAPES:
             out.append(_GO_ESCAPES[ch])
-        elif ch.isprintable():
+        elif ch.isprintable() and not is_invisible(ch):
             out.append(ch)
         elif ord(ch) < 0x80:
             out.append(f"\\x{ord(ch):02x}")

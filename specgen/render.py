@@ -1,7 +1,8 @@
 """Rendering every generated text from the Jinja2 templates.
 
 All output text lives in templates/ so that a reviewer reads the files' layout in one
-place; Python only supplies data and the two escaping filters whose exact bytes matter.
+place; Python only supplies data and the escaping filters whose exact bytes matter
+(`visible` is for document text shown as text, e.g. in description.txt).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING
 import jinja2
 
 from specgen.allow import AllowEntry, entry_json
-from specgen.quoting import go_quote, js_string
+from specgen.quoting import go_quote, js_string, visible
 
 if TYPE_CHECKING:  # only template data here; `specgen run` renders its client without it
     from specgen.operations import Generated
@@ -45,6 +46,7 @@ def environment(html: bool = False) -> jinja2.Environment:
     )
     env.filters["js"] = js_string
     env.filters["goquote"] = go_quote
+    env.filters["visible"] = visible
     return env
 
 

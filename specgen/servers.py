@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from specgen.errors import SpecError
+from specgen.quoting import go_quote
 
 _VARIABLE = re.compile(r"\{([^{}]*)\}")
 
@@ -25,7 +26,8 @@ def _expand(url: str, variables: Any) -> str:
         default = spec.get("default") if isinstance(spec, dict) else None
         if not isinstance(default, str):
             raise SpecError(
-                f'specgen: server URL "{url}" uses variable {{{match.group(1)}}} without a default'
+                f"specgen: server URL {go_quote(url)} uses variable "
+                f"{{{match.group(1)}}} without a default"
             )
         return default
 
@@ -37,7 +39,7 @@ def url_path(url: str) -> str:
     try:
         parts = urlsplit(url)
     except ValueError as exc:  # an unclosed "[" or a bad port: not a URL at all
-        raise SpecError(f'specgen: server URL "{url}" is not a URL: {exc}') from None
+        raise SpecError(f"specgen: server URL {go_quote(url)} is not a URL: {exc}") from None
     path = parts.path if (parts.scheme or parts.netloc) else url.split("?", 1)[0].split("#", 1)[0]
     if path in ("", "."):
         return ""
@@ -100,7 +102,7 @@ def server_prefix(doc: dict[str, Any], override: str | None = None) -> str:
         if path not in paths:
             paths.append(path)
     if len(paths) > 1:
-        listed = ", ".join(p or "/" for p in paths)
+        listed = ", ".join(p or "/" for p in paths)  # SpecError escapes controls
         raise SpecError(
             f"specgen: the document's servers disagree on the path ({listed}); "
             "choose one with --server URL"

@@ -25,7 +25,7 @@ from urllib.parse import quote, unquote
 
 import jsonschema_rs
 
-from specgen.quoting import go_quote
+from specgen.quoting import go_quote, visible
 from specgen.refs import MISSING, resolve_pointer
 
 # The document's `openapi` value selects the schema; anything else is the caller's refusal.
@@ -624,4 +624,4 @@ def full_report(doc: Any, source: str) -> list[str]:
         warnings.simplefilter("ignore")
         lines.extend(_semantic_lines(doc, source, family))
         lines.extend(example_nits(doc, source))
-    return lines
+    return [visible(line) for line in lines]  # messages quote document text
