@@ -58,6 +58,7 @@ def visible(text: str) -> str:
         return text
     return "".join(_escape(ch) if is_invisible(ch) else ch for ch in text)
 
+
 # Go's json.Marshal escapes `<`, `>`, `&`, U+2028 and U+2029 so that JSON stays safe inside
 # HTML and inside JS source (U+2028/U+2029 end a line in older JS), and writes control
 # characters other than \n \r \t as \u00XX. We keep the rule: a route literal with `&` or
