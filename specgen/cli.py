@@ -16,13 +16,13 @@ import os
 import re
 import sys
 from collections.abc import Callable
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from specgen.errors import SpecError
+from specgen.oneshot import one_shot_without_gc
 
 if TYPE_CHECKING:
     from specgen import build as pipeline
@@ -176,6 +176,10 @@ class SpecgenGroup(click.Group):
     """A group that also lists the commands other installed packages register."""
 
     def _plugins(self) -> dict[str, Any]:
+        # imported here: importlib.metadata scans every installed distribution, a third
+        # of a small build's start-up, and built-in commands never need it
+        from importlib.metadata import entry_points
+
         return {ep.name: ep for ep in entry_points(group="specgen.commands")}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -589,6 +593,7 @@ def main() -> None:
 
     Set SPECGEN_DEBUG=1 to see the traceback instead.
     """
+    one_shot_without_gc(sys.argv[1:], cli.commands)
     try:
         cli.main(prog_name="specgen")
     except SystemExit:

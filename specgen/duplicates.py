@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import yaml
-
 from specgen.errors import SpecError
 from specgen.quoting import go_quote
 
@@ -78,7 +76,9 @@ def strict_yaml_loader(base: type) -> type:
     """`base` (a PyYAML SafeLoader) refusing a mapping that repeats a key.
 
     Merge keys (`<<`) are exempt: overriding merged values is what they are for.
+    PyYAML is imported here, not at module level, so a JSON document never loads it.
     """
+    import yaml
 
     class StrictLoader(base):  # type: ignore[misc, valid-type]
         def construct_mapping(self, node: Any, deep: bool = False) -> Any:

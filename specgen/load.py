@@ -12,17 +12,24 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-import yaml
 
 from specgen.duplicates import check_json, strict_yaml_loader
 from specgen.errors import SpecError
 from specgen.files import read_limited, read_stream_limited
 
-try:  # the C loader is ~10x faster; fall back quietly where libyaml is missing
-    _YamlLoader: type = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover - depends on how PyYAML was built
-    _YamlLoader = yaml.SafeLoader
-_YamlLoader = strict_yaml_loader(_YamlLoader)  # a repeated key is refused, not dropped
+
+def _yaml() -> tuple[Any, type]:
+    """PyYAML and its fastest safe loader, refusing repeated keys, imported only for a
+    document that is not JSON (most are JSON, and the import is about a tenth of a small
+    build)."""
+    import yaml
+
+    try:  # the C loader is ~10x faster; fall back quietly where libyaml is missing
+        base: type = yaml.CSafeLoader
+    except AttributeError:  # pragma: no cover - depends on how PyYAML was built
+        base = yaml.SafeLoader
+    return yaml, strict_yaml_loader(base)  # a repeated key is refused, not dropped
+
 
 # Values a YAML document may expand to: one per byte of input, plus a floor for small
 # documents. Real documents make about 0.03 values per byte (30 times below this, so
@@ -60,8 +67,9 @@ def parse(name: str, raw: bytes) -> dict[str, Any]:
     except orjson.JSONDecodeError as exc:
         if raw.lstrip()[:1] in (b"{", b"["):
             raise SpecError(f"specgen: {name}: invalid JSON: {_one_line(str(exc))}") from None
+        yaml, loader = _yaml()
         try:
-            doc = yaml.load(raw, Loader=_YamlLoader)
+            doc = yaml.load(raw, Loader=loader)
         except yaml.YAMLError as yexc:
             raise SpecError(f"specgen: {name}: invalid YAML: {_one_line(str(yexc))}") from None
         except (UnicodeDecodeError, ValueError, RecursionError) as yexc:
