@@ -8,6 +8,11 @@ so a slow machine shows up in both columns:
 - build: GitHub's REST document from the robustness corpus (13 MB, ~1,100 paths, with
   validation; target <= 1.2 s). Baselines: `python -c` that only loads the file with
   `json`, and the pure-Python jsonschema validator that the fast path replaces.
+- start-up: `specgen build` on a 14-operation document (Cloudflare's agent-memory;
+  target <= 100 ms) and on GitHub's (target <= 0.25 s), interleaved run by run with
+  `python -c pass` and, when PLIMSOLL_BENCH_BASELINE names another checkout's `specgen`
+  script (e.g. main's .venv/bin/specgen), with that: wall and CPU (user+sys) medians,
+  so a loaded machine inflates every column alike.
 - extract: a synthetic 30 MB provider document (Cloudflare's whole document is not
   available offline), generated deterministically below in Cloudflare's shape: one
   `/accounts/{account_id}/<service>/...` subtree per service, shared components, and
@@ -20,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -36,6 +42,7 @@ pytestmark = pytest.mark.skipif(
 
 REPO = Path(__file__).resolve().parents[2]
 GITHUB = REPO / ".cache" / "corpus" / "octokit" / "generated" / "api.github.com.json"
+SMALL = REPO.parent / "shared" / "data" / "cloudflare-agent-memory" / "agent-memory.openapi.json"
 RUNS = 5
 PY = sys.executable
 
@@ -369,3 +376,65 @@ def test_bench_extract_30_mb(tmp_path: Path) -> None:
     print(
         f"  last cut: {len(kept['paths'])} paths, {sum(len(v) for v in kept['components'].values())} components, {out.stat().st_size} bytes"
     )
+
+
+# ---- start-up: whole-process build, side by side ---------------------------------------
+
+
+def _interleaved(commands: dict[str, list[str]], runs: int) -> dict[str, tuple[float, float]]:
+    """(median wall, median CPU) seconds per command, the commands taking turns run by run."""
+    walls: dict[str, list[float]] = {k: [] for k in commands}
+    cpus: dict[str, list[float]] = {k: [] for k in commands}
+    for _ in range(runs):
+        for label, command in commands.items():
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            start = time.perf_counter()
+            proc = subprocess.run(command, capture_output=True, check=False)
+            walls[label].append(time.perf_counter() - start)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpus[label].append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+            if proc.returncode != 0:
+                pytest.fail(f"{' '.join(command)} exited {proc.returncode}: {proc.stderr[-500:]!r}")
+    return {k: (statistics.median(walls[k]), statistics.median(cpus[k])) for k in commands}
+
+
+@pytest.mark.parametrize(
+    ("spec", "args", "runs", "target"),
+    [(SMALL, ["--global", "memory"], 30, 0.100), (GITHUB, [], 7, 0.25)],
+    ids=["14-operations", "github"],
+)
+def test_bench_build_start_up(
+    tmp_path: Path, spec: Path, args: list[str], runs: int, target: float
+) -> None:
+    if not spec.exists():
+        pytest.skip(f"{spec} is missing (make corpus, or ../shared/data)")
+    commands = {
+        "python -c pass": [PY, "-c", "pass"],
+        "specgen build (this checkout)": [
+            *_specgen(),
+            "build",
+            str(spec),
+            "-o",
+            str(tmp_path / "this"),
+            *args,
+        ],
+    }
+    baseline = os.environ.get("PLIMSOLL_BENCH_BASELINE")
+    if baseline:
+        commands[f"specgen build ({baseline})"] = [
+            baseline,
+            "build",
+            str(spec),
+            "-o",
+            str(tmp_path / "base"),
+            *args,
+        ]
+    results = _interleaved(commands, runs)
+    this_wall, this_cpu = results["specgen build (this checkout)"]
+    print()
+    print(f"specgen build start-up: {spec.name}, {runs} interleaved runs, target <= {target} s")
+    for label, (wall, cpu) in results.items():
+        print(
+            f"  {label:<58} wall {wall * 1e3:7.1f} ms  cpu {cpu * 1e3:7.1f} ms"
+            f"  this/that wall {this_wall / wall:5.2f}x  cpu {this_cpu / cpu:5.2f}x"
+        )
