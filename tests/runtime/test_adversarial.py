@@ -609,8 +609,10 @@ def _tls_server(tmp_path):
     import subprocess
     from http.server import ThreadingHTTPServer
 
+    from tests import conftest as prerequisites
+
     if shutil.which("openssl") is None:
-        pytest.skip("openssl is needed to make a test certificate")
+        prerequisites.missing("openssl (to make a test certificate)", "apt-get install openssl")
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     subprocess.run(
         ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),

@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from specgen.build import Options, run
 from specgen.operations import Generated, generate
 from specgen.render import artifacts
+from tests import conftest as prerequisites
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "golden"
@@ -72,10 +70,7 @@ process.stdout.write(JSON.stringify(out));
 
 
 def node() -> str:
-    found = shutil.which("node")
-    if found is None:
-        pytest.skip("node is not installed: the generated preambles were not executed")
-    return found
+    return prerequisites.node()
 
 
 def plan(name: str, gen: Generated, src: str) -> dict[str, Any]:
