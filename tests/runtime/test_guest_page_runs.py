@@ -38,7 +38,7 @@ def grant() -> GuestGrant:
 
 
 def broker(request: HostRequest) -> HostReply:
-    assert TOKEN  # held here, never handed to the guest
+    # The stand-in holds no key: what run 5 looks for is planted by the test below.
     if first_match(ALLOW, request.method, request.path) is None:
         return HostReply(403, b"forbidden by sandbox capability allowlist\n")
     return HostReply(200, b'{"success":true,"result":{"count":1,"answer":"x"}}', "application/json")
@@ -79,3 +79,20 @@ def test_run_5_scans_every_global_without_throwing_or_hanging(grant):
 def test_run_2_prints_sync_line_before_the_promise_result(grant):
     r = page_run(2, grant)
     assert r.stdout == "left over from the first run: undefined\n1 memory found: x\n"
+
+
+def test_run_5_finds_the_key_when_it_is_there(grant):
+    """Run 5's "none" means something only if the same scan names a global and a client
+    function that hold TOKEN (the example's key) when one is planted."""
+    planted = GuestGrant(
+        global_name=grant.global_name,
+        allow=grant.allow,
+        preamble=grant.preamble
+        + f'\nglobalThis.planted = "{TOKEN}";\nmemory.leaky = function () {{ return "{TOKEN}"; }};\n',
+    )
+    r = page_run(5, planted)
+    assert (r.exit_code, r.stderr) == (0, "")
+    lines = r.stdout.splitlines()
+    assert lines[0] == "functions on memory: 21"
+    assert "planted" in lines[1].removeprefix("globals holding the key: ").split(",")
+    assert lines[2] == "client functions holding the key: leaky"
