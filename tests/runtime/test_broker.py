@@ -359,11 +359,12 @@ def test_redirect_is_returned_not_followed(api: respx.MockRouter) -> None:
             302, headers={"Location": "https://evil.example/steal"}, text="moved"
         )
     )
-    evil = respx.get("https://evil.example/steal")
+    # On the test's own router (a route on respx's global router would never see the call).
+    evil = api.route(host="evil.example").mock(return_value=httpx.Response(200, text="stolen"))
     b = Broker(profile())
     reply = b(HostRequest("GET", "/v1/items/x", None))
-    assert (reply.status, reply.body) == (302, b"moved")
     assert route.call_count == 1 and evil.call_count == 0
+    assert (reply.status, reply.body) == (302, b"moved")
 
 
 def test_upstream_errors_are_forwarded_as_is(api: respx.MockRouter) -> None:
