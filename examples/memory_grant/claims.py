@@ -2,8 +2,9 @@
 
 Each function returns the claims that do NOT hold (empty = all true). The tests run
 them on the real example, and again on deliberately broken variants (a wider grant, a
-key planted in the preamble) to show each check can fail: a claim nobody can falsify
-is not worth printing.
+key planted in the preamble, and in tests/examples/test_claims.py one copy of the
+result per check, broken so that exactly that check fails) to show each check can
+fail: a claim nobody can falsify is not worth printing.
 """
 
 from __future__ import annotations
