@@ -8,6 +8,8 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from openapi_spec_validator import validate as osv_validate
 
 from specgen.errors import SpecError
@@ -349,3 +351,67 @@ def test_the_extract_command_writes_the_cut_or_refuses_in_one_line(tmp_path: Any
         f"specgen: {whole} has SHA-256 {pin}, not the pinned {wrong}; refusing to cut from any other file"
     ]
     assert not out.exists()
+
+
+# -- the pin: the exact hash, in either letter case, and nothing else -------------------------
+
+
+def _not_the_pin(pin: str) -> list[str]:
+    flipped = ("1" if pin[0] == "0" else "0") + pin[1:]
+    return [
+        "",
+        " ",
+        pin[:1],
+        pin[:8],
+        pin[:63],  # every prefix, down to one character, is a different pin
+        pin[1:],
+        pin + "0",
+        pin + pin,
+        flipped,
+        pin[::-1],
+        "sha256:" + pin,
+        "sha256-" + pin,
+        hashlib.sha256(b"another file").hexdigest(),
+        "0" * 64,
+    ]
+
+
+def test_every_pin_but_the_exact_hash_is_refused() -> None:
+    raw, pin = pinned(whole_document())
+    for wrong in _not_the_pin(pin) + [pin[:n] for n in range(64)]:
+        with pytest.raises(SpecError, match="not the pinned") as info:
+            extract(raw, sha256=wrong, path_prefixes=["/zones"], tags=[], source_name="x")
+        assert "\n" not in str(info.value), wrong
+
+
+@settings(max_examples=300, deadline=None)
+@given(candidate=st.one_of(st.text(alphabet="0123456789abcdefABCDEF", max_size=66), st.text()))
+def test_any_other_string_is_refused_as_a_pin(candidate: str) -> None:
+    raw, pin = pinned(whole_document())
+    assume(candidate.strip().lower() != pin)
+    with pytest.raises(SpecError, match="not the pinned"):
+        extract(raw, sha256=candidate, path_prefixes=["/zones"], tags=[], source_name="x")
+
+
+@pytest.mark.parametrize("case", [str.lower, str.upper, lambda p: p[:32].upper() + p[32:]])
+def test_the_exact_hash_is_accepted_in_either_letter_case(case: Any) -> None:
+    raw, pin = pinned(whole_document())
+    assert extract(raw, sha256=case(pin), path_prefixes=["/zones"], tags=[], source_name="x")
+
+
+def test_the_command_refuses_an_empty_or_shortened_pin_in_one_line(tmp_path: Any) -> None:
+    from click.testing import CliRunner
+
+    from specgen.cli import cli
+
+    raw, pin = pinned(whole_document())
+    whole = tmp_path / "whole.json"
+    whole.write_bytes(raw)
+    out = tmp_path / "cut.json"
+    for wrong in ("", pin[:12], pin[:-1]):
+        result = CliRunner().invoke(
+            cli, ["extract", str(whole), "--sha256", wrong, "--tag", "dns", "-o", str(out)]
+        )
+        assert result.exit_code != 0, wrong
+        assert len(result.stderr.splitlines()) == 1 and "Traceback" not in result.stderr
+        assert not out.exists()
