@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench lint clean corpus
+.PHONY: demo test bench lint clean corpus mutate
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,24 @@ corpus: $(STAMP)
 	@$(BIN)/python tests/corpus_fetch.py || { \
 	  if [ "$${CI:-}" = "true" ]; then echo "corpus: fetch failed (CI=true: failing)" >&2; exit 1; fi; \
 	  echo "corpus: fetch failed; the corpus tests will skip (run make corpus again)"; }
+
+# Mutation testing of the security core (slow; not part of `make test`). Each target is
+# module=the tests that cover it; this is the one list to update when a module moves.
+MUTATE_TARGETS := \
+	specgen/routes.py=tests/specgen/test_specgen_routes.py,tests/specgen/test_routes_exact.py \
+	runtime/envelope.py=tests/runtime/test_envelope.py,tests/runtime/test_envelope_prefixes.py \
+	specgen/extract.py=tests/specgen/test_extract.py \
+	runtime/grants.py=tests/runtime/test_grants.py
+# Seconds per module (0: every mutant) and modules run at once.
+MUTATE_BUDGET ?= 0
+MUTATE_JOBS ?= 2
+
+$(VENV)/.mutate-installed: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,mutate]'
+	touch $@
+
+mutate: $(VENV)/.mutate-installed
+	$(BIN)/python -m tests.mutation --budget $(MUTATE_BUDGET) --jobs $(MUTATE_JOBS) $(MUTATE_TARGETS)
 
 clean:
 	rm -rf $(VENV) build dist .cache

@@ -31,6 +31,7 @@ VALID = [
     '{"method":"POST","path":"/v1/items/1","body":{"a":[1,-2.5e3,"x\\u00e9\\"",null,true,{}]}}',
     '{ "Method" : "GET" ,\n "PATH":"/v1/items/1", "body" : "" }',
     '{"body":null,"method":"PUT","path":"/v1/items/1"}',
+    ' \t\r\n{"method":"GET","path":"/v1/items/1"}',  # its first prefixes are only whitespace
 ]
 
 
@@ -76,3 +77,13 @@ def test_every_prefix_is_refused_through_the_broker_and_the_run_is_audited(
     assert audit["profile"] == "prefixes"
     assert [(c["method"], c["route"]) for c in audit["calls"]] == [("GET", "/v1/items/*")]
     assert KEY not in outcome.audit and KEY not in outcome.result.stdout
+
+
+def test_a_body_with_an_integer_too_long_for_python_is_forwarded_byte_for_byte() -> None:
+    # The body is scanned for its span with a decoder that does not convert numbers; the
+    # method and path decoder would refuse a 5000-digit integer (kills swapping the two).
+    body = '{"n":' + "7" * 5000 + "}"
+    decoded = decode(f'{{"method":"POST","path":"/v1/items/1","body":{body}}}'.encode())
+    assert decoded == Envelope("POST", "/v1/items/1", body.encode())
+    refused = decode(('{"method":' + "7" * 5000 + ',"path":"/v1/items/1"}').encode())
+    assert refused == EnvelopeRefusal(STATUS_INVALID, TEXT_INVALID)

@@ -1,0 +1,239 @@
+"""`make mutate`: cosmic-ray over the security core, each module in its own copy of the tree.
+
+    python -m tests.mutation [--budget SECONDS] [--jobs N] MODULE=TEST[,TEST...] ...
+
+Why a driver around cosmic-ray: cosmic-ray mutates the module on disk, so two modules
+cannot be mutated in one tree at the same time (a mutated route matcher would change what
+the envelope tests see). Each module gets a copy of the repository under build/mutation/,
+runs only the tests that cover it, and stops after `--budget` seconds (0: no limit); a
+stopped run reports the mutants it did test, and says how many it did not.
+
+A surviving mutant is either killed by a new test or listed in tests/mutation/equivalent.md
+with why it cannot change behaviour (module, operator and the mutated line). Exit status 1
+when a survivor is neither.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+OUT = REPO / "build" / "mutation"
+EQUIVALENT = Path(__file__).with_name("equivalent.md")
+SKIP_TOP = {".cache", ".venv", "build", "dist", ".git"}
+# One line of equivalent.md: - `module` `operator` `mutated line`: why
+_ENTRY = re.compile(r"^- `([^`]+)` `([^`]+)` `(.+)`: \S")
+
+
+@dataclass
+class Outcome:
+    module: str
+    total: int = 0
+    killed: int = 0
+    incompetent: int = 0
+    survivors: list[tuple[str, str, str]] = field(default_factory=list)  # (operator, line, diff)
+    stopped: bool = False
+    annotations: int = 0  # skipped: inside an annotation, never evaluated
+
+    @property
+    def tested(self) -> int:
+        return self.killed + len(self.survivors)
+
+
+def _copy_tree(dest: Path) -> None:
+    if dest.exists():
+        shutil.rmtree(dest)
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    ).stdout.split(b"\0")
+    for raw in filter(None, listed):
+        rel = Path(raw.decode())
+        if rel.parts[0] in SKIP_TOP or not (REPO / rel).is_file():
+            continue
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / rel, dest / rel, follow_symlinks=False)
+    # ../shared must resolve from the copy as it does from the repository
+    shared = REPO.parent / "shared"
+    if shared.exists() and not (dest.parent / "shared").exists():
+        (dest.parent / "shared").symlink_to(shared)
+
+
+def _annotation_spans(source: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """Where the module's annotations are. Every module here starts with
+    `from __future__ import annotations`, so an annotation is never evaluated and a mutant
+    inside one (`str | None` -> `str * None`) is equivalent by construction."""
+    spans = []
+    for node in ast.walk(ast.parse(source)):
+        notes = []
+        if isinstance(node, ast.arg | ast.AnnAssign) and node.annotation is not None:
+            notes.append(node.annotation)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.returns is not None:
+            notes.append(node.returns)
+        for n in notes:
+            spans.append(((n.lineno, n.col_offset), (n.end_lineno or 0, n.end_col_offset or 0)))
+    return spans
+
+
+def _skip_annotation_mutants(module: Path, session: Path) -> int:
+    """Mark mutants inside annotations as skipped in cosmic-ray's session (as its filters do)."""
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import WorkerOutcome, WorkResult
+
+    source = module.read_text()
+    if "from __future__ import annotations" not in source:
+        return 0
+    spans = _annotation_spans(source)
+    skipped = 0
+    with use_db(str(session), WorkDB.Mode.open) as db:
+        for item in list(db.pending_work_items):
+            start = tuple(item.mutations[0].start_pos)
+            if any(lo <= start < hi for lo, hi in spans):
+                db.set_result(
+                    item.job_id,
+                    WorkResult(worker_outcome=WorkerOutcome.SKIPPED, output="annotation"),
+                )
+                skipped += 1
+    return skipped
+
+
+def _mutated_line(diff: str) -> str:
+    added = [ln[1:].strip() for ln in diff.splitlines() if ln.startswith("+") and ln[1:2] != "+"]
+    return added[0] if added else ""
+
+
+def _run_module(module: str, tests: list[str], budget: float) -> Outcome:
+    slug = module.replace("/", "_").removesuffix(".py")
+    work = OUT / slug
+    _copy_tree(work)
+    test_command = " ".join(
+        [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
+    )
+    config = work / "cosmic-ray.toml"
+    config.write_text(
+        "[cosmic-ray]\n"
+        f"module-path = {json.dumps(module)}\n"
+        "timeout = 120.0\n"
+        "excluded-modules = []\n"
+        f"test-command = {json.dumps(test_command)}\n"
+        "[cosmic-ray.distributor]\n"
+        'name = "local"\n'
+    )
+    session = work / "session.sqlite"
+    cosmic = str(Path(sys.executable).with_name("cosmic-ray"))
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "PYTHONPATH")}
+    subprocess.run([cosmic, "init", str(config), str(session)], cwd=work, check=True, env=env)
+    outcome = Outcome(module)
+    outcome.annotations = _skip_annotation_mutants(work / module, session)
+    proc = subprocess.Popen(
+        [cosmic, "exec", str(config), str(session)],
+        cwd=work,
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        proc.wait(timeout=budget or None)
+    except subprocess.TimeoutExpired:
+        outcome.stopped = True
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait()
+    dump = subprocess.run(
+        [cosmic, "dump", str(session)], cwd=work, capture_output=True, text=True, check=True
+    )
+    for line in dump.stdout.splitlines():
+        item, result = json.loads(line)
+        outcome.total += 1
+        if result is not None and result.get("worker_outcome") == "skipped":
+            outcome.total -= 1  # an annotation mutant, counted apart
+            continue
+        if result is None or result.get("worker_outcome") != "normal":
+            continue
+        if result["test_outcome"] == "killed":
+            outcome.killed += 1
+        elif result["test_outcome"] == "incompetent":
+            outcome.incompetent += 1
+        else:
+            diff = result.get("diff") or ""
+            operator = item["mutations"][0]["operator_name"]
+            outcome.survivors.append((operator, _mutated_line(diff), diff))
+    return outcome
+
+
+def _equivalent() -> set[tuple[str, str, str]]:
+    entries = set()
+    for line in EQUIVALENT.read_text().splitlines():
+        m = _ENTRY.match(line)
+        if m:
+            entries.add((m.group(1), m.group(2), m.group(3)))
+    return entries
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.mutation")
+    parser.add_argument("--budget", type=float, default=0, help="seconds per module, 0 = all")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("targets", nargs="+", metavar="MODULE=TEST[,TEST...]")
+    args = parser.parse_args(argv)
+    plan = []
+    for target in args.targets:
+        module, _, tests = target.partition("=")
+        if not (REPO / module).is_file() or not tests:
+            parser.error(f"{target!r}: expected an existing module=test[,test...]")
+        plan.append((module, tests.split(",")))
+    OUT.mkdir(parents=True, exist_ok=True)
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        outcomes = list(pool.map(lambda p: _run_module(p[0], p[1], args.budget), plan))
+
+    known = _equivalent()
+    unexplained = 0
+    lines = []
+    killed = tested = 0
+    for o in outcomes:
+        killed += o.killed
+        tested += o.tested
+        explained = [s for s in o.survivors if (o.module, s[0], s[1]) in known]
+        score = f"{100 * o.killed / o.tested:.1f}%" if o.tested else "n/a"
+        note = (
+            f", stopped by the budget with {o.total - o.tested - o.incompetent} untested"
+            if o.stopped
+            else ""
+        )
+        lines.append(
+            f"{o.module}: {o.total} mutants, {o.tested} tested, {o.killed} killed, "
+            f"{len(o.survivors)} survived ({len(explained)} listed as equivalent), "
+            f"{o.incompetent} incompetent, {o.annotations} in annotations not run; "
+            f"score {score}{note}"
+        )
+        for operator, line, diff in o.survivors:
+            if (o.module, operator, line) in known:
+                continue
+            unexplained += 1
+            lines.append(f"  SURVIVED - `{o.module}` `{operator}` `{line}`")
+            lines.extend("      " + d for d in diff.splitlines() if d.startswith(("+", "-", "@")))
+    total = f"{100 * killed / tested:.1f}%" if tested else "n/a"
+    lines.append(
+        f"total: {killed} of {tested} tested mutants killed ({total}); {unexplained} unexplained survivors"
+    )
+    report = "\n".join(lines) + "\n"
+    (OUT / "report.txt").write_text(report)
+    sys.stdout.write(report)
+    return 1 if unexplained else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
