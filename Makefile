@@ -39,9 +39,9 @@ corpus: $(STAMP)
 # module=the tests that cover it; this is the one list to update when a module moves.
 MUTATE_TARGETS := \
 	specgen/routes.py=tests/specgen/test_specgen_routes.py,tests/specgen/test_routes_exact.py \
-	runtime/envelope.py=tests/runtime/test_envelope.py,tests/runtime/test_envelope_prefixes.py \
+	runtime/sandbox/envelope.py=tests/runtime/test_envelope.py,tests/runtime/test_envelope_prefixes.py \
 	specgen/extract.py=tests/specgen/test_extract.py \
-	runtime/grants.py=tests/runtime/test_grants.py
+	runtime/broker/grants.py=tests/runtime/test_grants.py
 # Seconds per module (0: every mutant) and modules run at once.
 MUTATE_BUDGET ?= 0
 MUTATE_JOBS ?= 2

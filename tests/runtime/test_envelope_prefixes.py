@@ -1,6 +1,6 @@
 """A truncated envelope is a 400 refusal, never an exception, wherever it is cut.
 
-The scanner in runtime/envelope.py walks the guest's bytes by index; a bound check off by
+The scanner in runtime/sandbox/envelope.py walks the guest's bytes by index; a bound check off by
 one (`i < len(s)` -> `i <= len(s)`) would raise IndexError out of the host call instead of
 refusing. Every prefix of a valid envelope, with and without a body, is checked by the
 decoder itself and end to end through the sandbox and the real broker, whose run still
@@ -13,16 +13,16 @@ import json
 
 import pytest
 
-from runtime.envelope import (
+from runtime import HostRequest as Envelope
+from runtime import run_with_grant
+from runtime.sandbox.envelope import (
     STATUS_INVALID,
     STATUS_TOO_LARGE,
     TEXT_INVALID,
     TEXT_TOO_LARGE,
-    Envelope,
     EnvelopeRefusal,
     decode,
 )
-from runtime.session import run_with_grant
 from tests.runtime.loopback import FakeAPI, profile
 
 KEY = "sk-prefix-" + "9e" * 12
