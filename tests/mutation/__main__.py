@@ -115,9 +115,14 @@ def _mutated_line(diff: str) -> str:
     return added[0] if added else ""
 
 
-def _run_module(module: str, tests: list[str], budget: float) -> Outcome:
+def _run_module(module: str, tests: list[str], budget: float, report_only: bool) -> Outcome:
     slug = module.replace("/", "_").removesuffix(".py")
     work = OUT / slug
+    session = work / "session.sqlite"
+    cosmic = str(Path(sys.executable).with_name("cosmic-ray"))
+    outcome = Outcome(module)
+    if report_only:
+        return _read_session(outcome, cosmic, work, session)
     _copy_tree(work)
     test_command = " ".join(
         [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
@@ -132,12 +137,9 @@ def _run_module(module: str, tests: list[str], budget: float) -> Outcome:
         "[cosmic-ray.distributor]\n"
         'name = "local"\n'
     )
-    session = work / "session.sqlite"
-    cosmic = str(Path(sys.executable).with_name("cosmic-ray"))
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "PYTHONPATH")}
     subprocess.run([cosmic, "init", str(config), str(session)], cwd=work, check=True, env=env)
-    outcome = Outcome(module)
-    outcome.annotations = _skip_annotation_mutants(work / module, session)
+    _skip_annotation_mutants(work / module, session)
     proc = subprocess.Popen(
         [cosmic, "exec", str(config), str(session)],
         cwd=work,
@@ -152,6 +154,11 @@ def _run_module(module: str, tests: list[str], budget: float) -> Outcome:
         outcome.stopped = True
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait()
+    return _read_session(outcome, cosmic, work, session)
+
+
+def _read_session(outcome: Outcome, cosmic: str, work: Path, session: Path) -> Outcome:
+    """Count a session's results (also one a budget or an interruption stopped)."""
     dump = subprocess.run(
         [cosmic, "dump", str(session)], cwd=work, capture_output=True, text=True, check=True
     )
@@ -160,8 +167,12 @@ def _run_module(module: str, tests: list[str], budget: float) -> Outcome:
         outcome.total += 1
         if result is not None and result.get("worker_outcome") == "skipped":
             outcome.total -= 1  # an annotation mutant, counted apart
+            outcome.annotations += 1
             continue
-        if result is None or result.get("worker_outcome") != "normal":
+        if result is None:
+            outcome.stopped = True
+            continue
+        if result.get("worker_outcome") != "normal":
             continue
         if result["test_outcome"] == "killed":
             outcome.killed += 1
@@ -187,17 +198,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.mutation")
     parser.add_argument("--budget", type=float, default=0, help="seconds per module, 0 = all")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument(
+        "--report", action="store_true", help="only report the sessions of the last run"
+    )
     parser.add_argument("targets", nargs="+", metavar="MODULE=TEST[,TEST...]")
     args = parser.parse_args(argv)
     plan = []
     for target in args.targets:
         module, _, tests = target.partition("=")
-        if not (REPO / module).is_file() or not tests:
+        if not tests or not (args.report or (REPO / module).is_file()):
             parser.error(f"{target!r}: expected an existing module=test[,test...]")
         plan.append((module, tests.split(",")))
     OUT.mkdir(parents=True, exist_ok=True)
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        outcomes = list(pool.map(lambda p: _run_module(p[0], p[1], args.budget), plan))
+        outcomes = list(pool.map(lambda p: _run_module(p[0], p[1], args.budget, args.report), plan))
 
     known = _equivalent()
     unexplained = 0

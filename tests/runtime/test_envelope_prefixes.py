@@ -32,6 +32,8 @@ VALID = [
     '{ "Method" : "GET" ,\n "PATH":"/v1/items/1", "body" : "" }',
     '{"body":null,"method":"PUT","path":"/v1/items/1"}',
     ' \t\r\n{"method":"GET","path":"/v1/items/1"}',  # its first prefixes are only whitespace
+    # longer than 256 characters, where `i is not len(s)` and `i != len(s)` part ways
+    '{"method":"GET","path":"/v1/items/' + "a" * 300 + '"}',
 ]
 
 
@@ -87,3 +89,19 @@ def test_a_body_with_an_integer_too_long_for_python_is_forwarded_byte_for_byte()
     assert decoded == Envelope("POST", "/v1/items/1", body.encode())
     refused = decode(('{"method":' + "7" * 5000 + ',"path":"/v1/items/1"}').encode())
     assert refused == EnvelopeRefusal(STATUS_INVALID, TEXT_INVALID)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '[{"method":"GET","path":"/a"}',  # not an object: kills `s[i] != "{"` -> `>`
+        'x"method":"GET","path":"/a"}',
+        '{!method":"GET","path":"/a"}',  # a key must start with '"': kills `!= '"'` -> `>`
+        '{ method":"GET","path":"/a"}',
+        '{"method":"GET","path":"/a"~',  # only "}" closes: kills `== "}"` -> `>=`
+        '{"method":"GET","path":"/a"\u00e9',
+        '{"method":"GET","path":"/a"|',
+    ],
+)
+def test_a_wrong_delimiter_is_refused(raw: str) -> None:
+    assert decode(raw.encode()) == EnvelopeRefusal(STATUS_INVALID, TEXT_INVALID)

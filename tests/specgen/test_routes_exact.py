@@ -34,3 +34,12 @@ def test_segment_counts_are_compared_by_value_not_identity() -> None:
     pattern = "/a" * 300
     assert first_match([Route(pattern, "GET")], "GET", pattern) == Route(pattern, "GET")
     assert first_match([Route(pattern, "GET")], "GET", "/a" * 299) is None
+
+
+def test_covers_compares_verbs_by_value() -> None:
+    # kills `self.method != other.method` -> `>` and -> `is not`
+    catalog = Route("/a/*", "POST")
+    assert not catalog.covers(Route("/a/b", "GET"))  # "POST" > "GET": `>` would refuse it
+    assert not catalog.covers(Route("/a/b", "PUT"))
+    verb = "".join(["PO", "ST"])  # equal, but not the same object
+    assert catalog.covers(Route("/a/b", verb))
