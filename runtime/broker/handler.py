@@ -1,7 +1,12 @@
 """The broker: the only code that decides a guest's host call and the only holder of the key.
 
 One `Broker` is one session, i.e. one run. The sandbox calls it once per guest host call
-(it is a `runtime.contract.HostHandler`) and blocks the guest until it answers. Each call
+(it is a `runtime.contract.HostHandler`): either `broker(request)`, the guest blocked
+until it answers, or `broker.start(request)` for a call the guest awaits as a promise,
+which decides the call at once, in the guest's order (budget, rules, the trace's
+sequence number), and returns the slow part, sending and reading the reply, for one of
+the sandbox's worker threads. Up to MAX_IN_FLIGHT of those are on the wire at once;
+later ones wait for a slot instead of failing. Each call
 goes through the reference's checks in the reference's order, and only a call that
 passed all of them is sent, on a request the policy built (`policy.py`) from nothing the
 guest controls except the approved path and the body bytes: fixed headers, the
@@ -17,8 +22,11 @@ not delivered: the guest gets 502 instead.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import httpx
 
@@ -26,6 +34,7 @@ from runtime.broker import upstream
 from runtime.broker.grants import Profile
 from runtime.broker.policy import Policy
 from runtime.broker.trace import CallTrace, TraceSnapshot
+from runtime.broker.transport import DeadlineTransport
 from runtime.broker.upstream import MAX_RESPONSE_BODY, Fault, Upstream
 from runtime.contract import HostReply, HostRequest
 from runtime.messages import (
@@ -37,6 +46,7 @@ from runtime.messages import (
     MSG_UPSTREAM,
     reply_text,
 )
+from specgen.routes import Route
 
 #: Calls that may be in flight at once in one session.
 MAX_IN_FLIGHT = 16
@@ -46,6 +56,8 @@ MAX_REQUEST_BODY = 1 << 20
 UPSTREAM_TIMEOUT_S = 60.0
 #: How long ending a session waits for calls still in flight (seconds).
 END_GRACE_S = 2.0
+#: How often a started call waiting for a free slot looks whether the session ended.
+_SLOT_POLL_S = 0.01
 
 _TEXT = "text/plain; charset=utf-8"
 
@@ -53,6 +65,21 @@ _TEXT = "text/plain; charset=utf-8"
 def refusal(status: int, message: str) -> HostReply:
     """A broker-made reply: fixed text plus newline, never upstream bytes."""
     return HostReply(status=status, body=reply_text(message), content_type=_TEXT)
+
+
+@dataclass(eq=False)
+class _Admitted:
+    """A call that passed every check and holds its trace number, not yet answered."""
+
+    route: Route
+    request: httpx.Request
+    bytes_sent: int
+    seq: int
+    since: float = field(default_factory=time.monotonic)
+
+
+def _answered(reply: HostReply) -> HostReply:
+    return reply
 
 
 class Broker:
@@ -80,12 +107,17 @@ class Broker:
         self._lock = threading.Lock()
         self._calls = 0
         self._ended = False
+        #: Admitted calls not yet answered, by seq: what close() records as cancelled.
+        self._open: dict[int, _Admitted] = {}
         self.trace = CallTrace()
-        self._client = upstream.new_client(upstream_timeout_s, MAX_IN_FLIGHT, transport)
+        self._transport = transport if transport is not None else DeadlineTransport(MAX_IN_FLIGHT)
+        self._client = upstream.new_client(upstream_timeout_s, MAX_IN_FLIGHT, self._transport)
 
     # -- the HostHandler --------------------------------------------------------------
 
     def __call__(self, call: HostRequest) -> HostReply:
+        """A blocking call (the raw host call): the reference's order, 429 when all
+        MAX_IN_FLIGHT slots are taken."""
         if self._ended or self._expired():
             self.trace.deny()
             return refusal(503, MSG_ENDED)
@@ -93,11 +125,40 @@ class Broker:
             self.trace.deny()
             return refusal(429, MSG_CAPACITY)
         try:
-            return self._decide(call.method, call.path, call.body)
+            decided = self._decide(call.method, call.path, call.body)
+            if isinstance(decided, HostReply):
+                return decided
+            return self._send(decided)
         finally:
             self._slots.release()
 
-    def _decide(self, method: str, path: str, body: bytes | None) -> HostReply:
+    def start(self, call: HostRequest) -> Callable[[], HostReply]:
+        """Decide a call now; return what sends it, for a worker thread to run.
+
+        Everything but the upstream exchange happens here, on the caller's thread and in
+        the order the guest made its calls, so budget, rules and the trace's sequence
+        number do not depend on thread scheduling. The returned function waits for one
+        of the MAX_IN_FLIGHT slots (never refuses for capacity), sends, and records the
+        row; it returns a refusal at once when the call was refused here.
+        """
+        if self._ended or self._expired():
+            self.trace.deny()
+            return functools.partial(_answered, refusal(503, MSG_ENDED))
+        decided = self._decide(call.method, call.path, call.body)
+        if isinstance(decided, HostReply):
+            return functools.partial(_answered, decided)
+        return functools.partial(self._send_when_free, decided)
+
+    def _send_when_free(self, call: _Admitted) -> HostReply:
+        while not self._slots.acquire(timeout=_SLOT_POLL_S):
+            if self._ended or self._expired():
+                return self._cancel(call)
+        try:
+            return self._send(call)
+        finally:
+            self._slots.release()
+
+    def _decide(self, method: str, path: str, body: bytes | None) -> HostReply | _Admitted:
         with self._lock:
             self._calls += 1
             over_budget = self._calls > self._budget
@@ -134,25 +195,58 @@ class Broker:
             self.trace.deny()
             return refusal(503, MSG_ENDED)
 
+        admitted = _Admitted(route, request, len(payload), self.trace.reserve())
+        with self._lock:
+            self._open[admitted.seq] = admitted
+        return admitted
+
+    def _send(self, call: _Admitted) -> HostReply:
+        """Send an admitted call and record its row (unless close() already did)."""
+        if self._ended or self._expired():
+            return self._cancel(call)
         started = time.monotonic()
         up: Upstream | None
         try:
-            up = upstream.send(self._client, request, self._call_timeout())
+            up = upstream.send(self._client, call.request, self._call_timeout())
             status = up.status
         except Fault as fault:
             up, status = None, fault.status
         delivered = up is not None and not self._reflects_key(up.body)
-        self.trace.record(
-            route,
-            status=status,
-            delivered=delivered,
-            bytes_sent=len(payload),
-            bytes_back=len(up.body) if up is not None and delivered else 0,
-            latency_s=time.monotonic() - started,
-        )
+        if self._close_out(call):
+            self.trace.record(
+                call.route,
+                seq=call.seq,
+                status=status,
+                delivered=delivered,
+                bytes_sent=call.bytes_sent,
+                bytes_back=len(up.body) if up is not None and delivered else 0,
+                latency_s=time.monotonic() - started,
+            )
         if up is None or not delivered:
             return refusal(502, MSG_UPSTREAM)
         return HostReply(status=up.status, body=up.body, content_type=up.content_type)
+
+    def _close_out(self, call: _Admitted) -> bool:
+        """Take an admitted call off the open list; False if someone already did."""
+        with self._lock:
+            return self._open.pop(call.seq, None) is not None
+
+    def _cancel(self, call: _Admitted) -> HostReply:
+        """The session ended before the call was sent: a row with no upstream status."""
+        if self._close_out(call):
+            self._record_cancelled(call)
+        return refusal(503, MSG_ENDED)
+
+    def _record_cancelled(self, call: _Admitted) -> None:
+        self.trace.record(
+            call.route,
+            seq=call.seq,
+            status=0,
+            delivered=False,
+            bytes_sent=0,
+            bytes_back=0,
+            latency_s=time.monotonic() - call.since,
+        )
 
     def _reflects_key(self, body: bytes) -> bool:
         """Does the reply hold the key as sent, or as a JSON string would escape it?"""
@@ -171,13 +265,27 @@ class Broker:
     # -- lifetime ---------------------------------------------------------------------
 
     def close(self) -> TraceSnapshot:
-        """End the session: refuse every later call, let in-flight ones finish briefly."""
+        """End the session: refuse every later call and cancel the ones still open.
+
+        Calls on the wire are aborted (their sockets shut down, so the worker threads
+        sending them return at once) and each keeps its row, status 0 and not
+        delivered; admitted calls never sent get the same row. So an audit written
+        after close() shows every call the guest made, however the run ended.
+        """
         self._ended = True
+        abort = getattr(self._transport, "abort", None)
+        if callable(abort):
+            abort()
         waited: list[bool] = []
         stop = time.monotonic() + END_GRACE_S
         for _ in range(MAX_IN_FLIGHT):
             waited.append(self._slots.acquire(timeout=max(0.0, stop - time.monotonic())))
         try:
+            with self._lock:
+                still_open = sorted(self._open.values(), key=lambda call: call.seq)
+                self._open.clear()
+            for call in still_open:
+                self._record_cancelled(call)
             self._client.close()
         finally:
             for got in waited:

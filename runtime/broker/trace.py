@@ -5,6 +5,11 @@ status, sizes and latency, and nothing else. There is no field for the raw path,
 query, a body, a header or the key, so no later change to what the broker sees can
 make the trace (or the audit line built from it) carry them. Denied calls are only
 counted: they matched no template, so there is nothing safe to record about them.
+
+Calls may be in flight together (the sandbox fans a guest's `Promise.all` out), so a row's
+`seq` is reserved when the broker admits the call, in the order the guest made its calls,
+and the snapshot lists rows by `seq`: what a trace records does not depend on which
+upstream answered first. Each row keeps its own latency.
 """
 
 from __future__ import annotations
@@ -69,6 +74,12 @@ class CallTrace:
         with self._lock:
             self._denied += 1
 
+    def reserve(self) -> int:
+        """The next sequence number, taken when a call is admitted (in the guest's order)."""
+        with self._lock:
+            self._seq += 1
+            return self._seq
+
     def record(
         self,
         route: Route,
@@ -78,16 +89,24 @@ class CallTrace:
         bytes_sent: int,
         bytes_back: int,
         latency_s: float,
+        seq: int | None = None,
     ) -> None:
-        """Add a row for a call that went upstream; only the matched template is kept."""
+        """Add a row for a call that went upstream; only the matched template is kept.
+
+        `seq` is the number `reserve()` gave the call when it was admitted; without one
+        the call takes the next number now. Rows past MAX_ROWS by `seq` are only counted,
+        so which rows are kept does not depend on the order calls finished in.
+        """
         with self._lock:
-            self._seq += 1
-            if len(self._rows) >= MAX_ROWS:
+            if seq is None:
+                self._seq += 1
+                seq = self._seq
+            if seq > MAX_ROWS:
                 self._dropped += 1
                 return
             self._rows.append(
                 TraceRow(
-                    seq=self._seq,
+                    seq=seq,
                     method=route.method.upper(),
                     route=route.path,
                     status=status,
@@ -100,7 +119,8 @@ class CallTrace:
 
     def snapshot(self) -> TraceSnapshot:
         with self._lock:
-            return TraceSnapshot(tuple(self._rows), self._denied, self._dropped)
+            rows = tuple(sorted(self._rows, key=lambda row: row.seq))
+            return TraceSnapshot(rows, self._denied, self._dropped)
 
 
 def check_trace_id(trace_id: str) -> str:

@@ -9,6 +9,12 @@ broker set for the call in progress (`call_deadline`), and one started after it 
 timeout, so a call can never outlive its deadline by more than one socket operation
 that has already been clamped to the time left.
 
+A run that ends with calls still in flight (the guest exited or threw while its
+`Promise.all` waited) must not leave them running until their deadline: `abort()` makes
+every later socket operation fail at once and shuts down the sockets of the calls in
+progress, which wakes a thread blocked reading one (closing a socket from another thread
+does not).
+
 The transport is httpcore's connection pool on its own sync backend, wrapped; it reads
 no environment (no proxies, no SSL_CERT_FILE), like the rest of the broker. That includes
 SSLKEYLOGFILE, which Python's ssl module honours by itself: with it set, the TLS secrets
@@ -19,6 +25,8 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import socket
+import threading
 import time
 from collections.abc import Iterable, Iterator
 
@@ -50,38 +58,87 @@ def _clamp(timeout: float | None, late: type[Exception]) -> float | None:
     return left if timeout is None else min(timeout, left)
 
 
+class _Aborts:
+    """The transport's off switch: the streams open now, and whether it was thrown."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: set[_Stream] = set()
+        self.aborted = False
+
+    def check(self, late: type[Exception]) -> None:
+        if self.aborted:
+            raise late("the session ended")
+
+    def add(self, stream: _Stream) -> None:
+        with self._lock:
+            self._open.add(stream)
+            aborted = self.aborted
+        if aborted:
+            stream.shut()
+
+    def discard(self, stream: _Stream) -> None:
+        with self._lock:
+            self._open.discard(stream)
+
+    def abort(self) -> None:
+        with self._lock:
+            self.aborted = True
+            streams = list(self._open)
+        for stream in streams:
+            stream.shut()
+
+
 class _Stream(httpcore.NetworkStream):
-    def __init__(self, inner: httpcore.NetworkStream) -> None:
+    def __init__(self, inner: httpcore.NetworkStream, aborts: _Aborts) -> None:
         self._inner = inner
+        self._aborts = aborts
+        aborts.add(self)
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        self._aborts.check(httpcore.ReadError)
         return self._inner.read(max_bytes, _clamp(timeout, httpcore.ReadTimeout))
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._aborts.check(httpcore.WriteError)
         self._inner.write(buffer, _clamp(timeout, httpcore.WriteTimeout))
 
     def close(self) -> None:
+        self._aborts.discard(self)
         self._inner.close()
 
+    def shut(self) -> None:
+        """Wake any thread blocked on this socket: it reads EOF or fails at once."""
+        sock = self._inner.get_extra_info("socket")
+        if isinstance(sock, socket.socket):
+            # The plain socket's shutdown, also for TLS: SSLSocket.shutdown would drop
+            # its SSL object under a reader in another thread.
+            with contextlib.suppress(OSError):
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
     def start_tls(self, ssl_context, server_hostname=None, timeout=None) -> httpcore.NetworkStream:  # type: ignore[no-untyped-def]
+        self._aborts.check(httpcore.ConnectError)
         inner = self._inner.start_tls(
             ssl_context, server_hostname, _clamp(timeout, httpcore.ConnectTimeout)
         )
-        return _Stream(inner)
+        self._aborts.discard(self)
+        return _Stream(inner, self._aborts)
 
     def get_extra_info(self, info: str) -> object:
         return self._inner.get_extra_info(info)
 
 
 class _Backend(httpcore.NetworkBackend):
-    def __init__(self) -> None:
+    def __init__(self, aborts: _Aborts) -> None:
         self._inner = httpcore.SyncBackend()
+        self._aborts = aborts
 
     def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):  # type: ignore[no-untyped-def]
+        self._aborts.check(httpcore.ConnectError)
         stream = self._inner.connect_tcp(
             host, port, _clamp(timeout, httpcore.ConnectTimeout), local_address, socket_options
         )
-        return _Stream(stream)
+        return _Stream(stream, self._aborts)
 
     def connect_unix_socket(self, path, timeout=None, socket_options=None):  # type: ignore[no-untyped-def]
         raise httpcore.ConnectError("the broker never connects to a unix socket")
@@ -109,13 +166,14 @@ class DeadlineTransport(httpx.BaseTransport):
     def __init__(self, max_connections: int = 16) -> None:
         tls = httpx.create_ssl_context(trust_env=False)
         tls.keylog_filename = None  # type: ignore[assignment]
+        self._aborts = _Aborts()
         self._pool = httpcore.ConnectionPool(
             ssl_context=tls,
             max_connections=max_connections,
             http1=True,
             http2=False,
             retries=0,
-            network_backend=_Backend(),
+            network_backend=_Backend(self._aborts),
         )
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
@@ -140,6 +198,10 @@ class DeadlineTransport(httpx.BaseTransport):
             stream=_Body(resp.stream),
             extensions=resp.extensions,
         )
+
+    def abort(self) -> None:
+        """End every call in progress now and refuse any later one (the session ended)."""
+        self._aborts.abort()
 
     def close(self) -> None:
         self._pool.close()

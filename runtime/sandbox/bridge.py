@@ -1,10 +1,19 @@
-"""The host side of `__coderunner_host_call`: one envelope in, one `{status, body}` out.
+"""The host side of the guest's one exit: one envelope in, one `{status, body}` out.
 
-The guest's only exit. The native function reads the envelope string out of guest memory
-(bounded before any copy), decodes it (`envelope.py`), refuses what the sandbox itself
-refuses (no handler, its own host-call budget), and otherwise hands a `HostRequest` to the
-run's `HostHandler` while the guest is blocked. Nothing a handler raises or returns can
-crash the host or reach the guest as anything but a status and at most 4 MiB of bytes.
+Two native functions share it. `__coderunner_host_call(envelope)` is the reference's
+blocking call: it returns the reply while the guest waits. `__coderunner_host_start
+(envelope)` returns a promise of the same reply at once, so calls the guest makes before
+it awaits are in flight together (the injected client's methods use it). Both read the
+envelope string out of guest memory (bounded before any copy) and decode it
+(`envelope.py`) synchronously, so the envelope's toString and the sandbox's own refusals
+(no handler, its host-call budget, nesting) behave the same for both. A started call is
+then handed to the handler's `start` (or, for a plain handler, the handler itself) and
+the slow part runs on one of the run's worker threads, at most MAX_CONCURRENT_CALLS at
+once; more wait their turn in the pool's queue. The run loop (`runner.py`) waits for
+the first reply to arrive and settles its promise in the guest (`settle`). Nothing a
+handler raises or returns can crash the host or reach the guest as anything but a
+status and at most 4 MiB of bytes.
+
 It also keeps the rejection tracker's state: unhandled promise rejections are held here
 until the run ends, bounded so a guest cannot grow host memory without limit.
 """
@@ -12,9 +21,13 @@ until the run ends, bounded so a guest cannot grow host memory without limit.
 from __future__ import annotations
 
 import contextvars
+import functools
+import queue
 import struct
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
-from runtime.contract import HostHandler
+from runtime.contract import HostHandler, HostReply, HostRequest
 from runtime.messages import (
     MSG_BROKER_UNAVAILABLE,
     MSG_BUDGET,
@@ -29,6 +42,10 @@ from runtime.sandbox import wasi
 #: The largest reply body the bridge hands to the guest (reference 5.3, 6.2).
 MAX_REPLY_BYTES = 4 << 20
 HOST_CALL_NAME = "__coderunner_host_call"
+HOST_START_NAME = "__coderunner_host_start"
+#: Started host calls one run has on their way at once (its worker threads). The same
+#: number as the broker's in-flight limit; calls beyond it wait in the pool's queue.
+MAX_CONCURRENT_CALLS = 16
 #: Host calls that may be under way at once in one run. Only reading the envelope runs
 #: guest code inside a host call (its toString), and that code may call the host again;
 #: each level stacks Python, ctypes and wasmtime frames on the thread's native stack, so
@@ -54,8 +71,23 @@ def host_call_deadline() -> float | None:
     return _DEADLINE.get()
 
 
+def _checked(work: Callable[[], HostReply], deadline: float) -> tuple[int, bytes]:
+    """Run a handler's work; its reply as status and bytes, or 500 for anything broken."""
+    token = _DEADLINE.set(deadline)
+    try:
+        reply = work()
+        status, body = int(reply.status), bytes(reply.body)
+    except Exception:  # a broken handler must not crash the host or leak detail
+        return 500, b""
+    finally:
+        _DEADLINE.reset(token)
+    if len(body) > MAX_REPLY_BYTES:
+        return 500, b""
+    return status, body
+
+
 class Bridge:
-    """Per-run host side of `__coderunner_host_call` and of the rejection tracker."""
+    """Per-run host side of the host calls, started calls, and the rejection tracker."""
 
     def __init__(self, handler: HostHandler | None, max_host_calls: int, deadline: float) -> None:
         self.handler = handler
@@ -65,9 +97,17 @@ class Bridge:
         self.depth = 0
         self.rejections: dict[int, tuple[int, int]] = {}
         self.untracked_rejections = 0
+        #: Started calls whose promise is not settled yet: id -> (resolve, reject).
+        self.pending: dict[int, tuple[int, int]] = {}
+        self._replies: queue.SimpleQueue[tuple[int, int, bytes]] = queue.SimpleQueue()
+        self._pool: ThreadPoolExecutor | None = None
+        self._next_id = 0
 
-    def answer(self, raw: bytes) -> tuple[int, bytes]:
-        """Status and body for one envelope; never raises for guest-controlled input."""
+    def _refused(self, raw: bytes) -> tuple[int, bytes] | HostRequest:
+        """The sandbox's own refusal of an envelope, or the request to hand on.
+
+        Spends one of the run's host calls when the request goes on to the handler.
+        """
         decoded = envelope_mod.decode(raw)
         if isinstance(decoded, envelope_mod.EnvelopeRefusal):
             return decoded.status, decoded.text.encode()
@@ -76,17 +116,83 @@ class Bridge:
         if self.calls_left <= 0:
             return 429, (MSG_BUDGET + "\n").encode()
         self.calls_left -= 1
-        token = _DEADLINE.set(self.deadline)
+        return decoded
+
+    def answer(self, raw: bytes) -> tuple[int, bytes]:
+        """Status and body for one envelope; never raises for guest-controlled input."""
+        decided = self._refused(raw)
+        if isinstance(decided, tuple):
+            return decided
+        assert self.handler is not None
+        return _checked(functools.partial(self.handler, decided), self.deadline)
+
+    # -- started calls ------------------------------------------------------------------
+
+    def begin(self, call_id: int, raw: bytes) -> None:
+        """Start one call; its reply arrives on the queue `settle_next` reads.
+
+        The handler's `start` decides the call here, on the guest's thread and in the
+        guest's order; only what it returns (the upstream exchange) runs on a worker.
+        """
+        decided = self._refused(raw)
+        if isinstance(decided, tuple):
+            self._replies.put((call_id, *decided))
+            return
+        handler = self.handler
+        starter = getattr(handler, "start", None)
+        if starter is not None:
+            begun = _checked_start(starter, decided, self.deadline)
+            if isinstance(begun, tuple):
+                self._replies.put((call_id, *begun))
+                return
+            work = begun
+        else:
+            assert handler is not None
+            work = functools.partial(handler, decided)
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(
+                MAX_CONCURRENT_CALLS, thread_name_prefix="plimsoll-host-call"
+            )
+        self._pool.submit(self._work, call_id, work)
+
+    def _work(self, call_id: int, work: Callable[[], HostReply]) -> None:
+        self._replies.put((call_id, *_checked(work, self.deadline)))
+
+    def new_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    def next_reply(self, timeout_s: float | None) -> tuple[int, int, bytes] | None:
+        """The next reply to settle: waits up to `timeout_s` (None: only one already here)."""
         try:
-            reply = self.handler(decoded)
-            status, body = int(reply.status), bytes(reply.body)
-        except Exception:  # a broken handler must not crash the host or leak detail
-            return 500, b""
-        finally:
-            _DEADLINE.reset(token)
-        if len(body) > MAX_REPLY_BYTES:
-            return 500, b""
-        return status, body
+            if timeout_s is None:
+                return self._replies.get_nowait()
+            return self._replies.get(timeout=max(0.0, timeout_s))
+        except queue.Empty:
+            return None
+
+    def close(self) -> None:
+        """The run is over: drop started calls not yet begun; running ones are the
+        handler's to end (the broker cancels them when the session closes)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _checked_start(
+    starter: Callable[[HostRequest], Callable[[], HostReply]],
+    request: HostRequest,
+    deadline: float,
+) -> Callable[[], HostReply] | tuple[int, bytes]:
+    token = _DEADLINE.set(deadline)
+    try:
+        work = starter(request)
+    except Exception:  # as for a blocking call: no crash, no detail
+        return 500, b""
+    finally:
+        _DEADLINE.reset(token)
+    if not callable(work):
+        return 500, b""
+    return work
 
 
 def _throw(vm: qjs_vm.Vm, ctx: int, kind: str, message: str) -> int:
@@ -123,12 +229,23 @@ def _host_call(state: wasi.WasiState, context, vals) -> None:
     vm = bridge.vm
     assert vm is not None
     ctx, argc, argv = vals[0].i32 & 0xFFFFFFFF, vals[2].i32, vals[3].i32 & 0xFFFFFFFF
+    raw = _read_envelope(bridge, vm, ctx, argc, argv)
+    if isinstance(raw, int):
+        vals[0].i64 = qjs_vm.s64(raw)
+        return
+    status, body = bridge.answer(raw)
+    if not 100 <= status <= 599:
+        vals[0].i64 = qjs_vm.s64(_throw(vm, ctx, "Internal", MSG_INVALID_RESPONSE))
+        return
+    vals[0].i64 = qjs_vm.s64(_reply_object(vm, ctx, status, body))
+
+
+def _read_envelope(bridge: Bridge, vm: qjs_vm.Vm, ctx: int, argc: int, argv: int) -> bytes | int:
+    """The envelope's bytes, or the JSValue (an exception) the native function returns."""
     if argc < 1:
-        vals[0].i64 = qjs_vm.s64(_throw(vm, ctx, "Type", MSG_ENVELOPE_REQUIRED))
-        return
+        return _throw(vm, ctx, "Type", MSG_ENVELOPE_REQUIRED)
     if bridge.depth >= MAX_HOST_CALL_NESTING:
-        vals[0].i64 = qjs_vm.s64(_throw(vm, ctx, "Range", MSG_NESTED))
-        return
+        return _throw(vm, ctx, "Range", MSG_NESTED)
     (arg,) = struct.unpack("<q", vm.read(argv, 8))
     bridge.depth += 1
     try:
@@ -136,13 +253,68 @@ def _host_call(state: wasi.WasiState, context, vals) -> None:
     finally:
         bridge.depth -= 1
     if raw is None:  # ToString threw: let that exception propagate to the guest
-        vals[0].i64 = qjs_vm.s64(qjs_vm.JS_EXCEPTION)
+        return qjs_vm.JS_EXCEPTION
+    return raw
+
+
+def _host_start(state: wasi.WasiState, context, vals) -> None:
+    """Native `__coderunner_host_start(envelope)`: a promise of `{status, body}`."""
+    bridge: Bridge = state.extra  # type: ignore[assignment]
+    vm = bridge.vm
+    assert vm is not None
+    ctx, argc, argv = vals[0].i32 & 0xFFFFFFFF, vals[2].i32, vals[3].i32 & 0xFFFFFFFF
+    raw = _read_envelope(bridge, vm, ctx, argc, argv)
+    if isinstance(raw, int):
+        vals[0].i64 = qjs_vm.s64(raw)
         return
-    status, body = bridge.answer(raw)
-    if not 100 <= status <= 599:
-        vals[0].i64 = qjs_vm.s64(_throw(vm, ctx, "Internal", MSG_INVALID_RESPONSE))
+    funcs = vm.call("malloc", 16)
+    if funcs == 0:
+        raise MemoryError("guest malloc failed")
+    try:
+        promise = vm.call("JS_NewPromiseCapability", ctx, funcs)
+        if qjs_vm.tag_of(promise) != qjs_vm.TAG_EXCEPTION:
+            resolve, reject = struct.unpack("<qq", vm.read(funcs, 16))
+    finally:
+        vm.free(funcs)
+    if qjs_vm.tag_of(promise) == qjs_vm.TAG_EXCEPTION:
+        vals[0].i64 = qjs_vm.s64(promise)
         return
-    vals[0].i64 = qjs_vm.s64(_reply_object(vm, ctx, status, body))
+    call_id = bridge.new_id()
+    bridge.pending[call_id] = (resolve, reject)
+    bridge.begin(call_id, raw)
+    vals[0].i64 = qjs_vm.s64(promise)
+
+
+def settle(bridge: Bridge, vm: qjs_vm.Vm, ctx: int, reply: tuple[int, int, bytes]) -> None:
+    """Resolve a started call's promise with `{status, body}` (reject: invalid status).
+
+    Only queues the promise's reactions; the guest's code runs when the loop runs jobs.
+    """
+    call_id, status, body = reply
+    funcs = bridge.pending.pop(call_id, None)
+    if funcs is None:
+        return
+    resolve, reject = funcs
+    if 100 <= status <= 599:
+        target, value = resolve, _reply_object(vm, ctx, status, body)
+    else:
+        _throw(vm, ctx, "Internal", MSG_INVALID_RESPONSE)
+        target, value = reject, vm.call("JS_GetException", ctx)
+    argv = vm.alloc(struct.pack("<q", value), nul=False)
+    try:
+        if qjs_vm.tag_of(value) == qjs_vm.TAG_EXCEPTION:  # out of memory making the reply
+            target, value = reject, vm.call("JS_GetException", ctx)
+            vm.write(argv, struct.pack("<q", value))
+        undefined = qjs_vm.TAG_UNDEFINED << 32
+        result = vm.call("JS_Call", ctx, target, undefined, 1, argv)
+        if qjs_vm.tag_of(result) == qjs_vm.TAG_EXCEPTION:
+            vm.call("JS_FreeValue", ctx, vm.call("JS_GetException", ctx))
+        else:
+            vm.call("JS_FreeValue", ctx, result)
+    finally:
+        vm.free(argv)
+        for v in (value, resolve, reject):
+            vm.call("JS_FreeValue", ctx, v)
 
 
 def _rejection_tracker(state: wasi.WasiState, context, vals) -> None:
@@ -171,6 +343,7 @@ def _rejection_tracker(state: wasi.WasiState, context, vals) -> None:
 
 
 HOST_CALL_CALLBACK = wasi.guarded(_host_call)
+HOST_START_CALLBACK = wasi.guarded(_host_start)
 TRACKER_CALLBACK = wasi.guarded(_rejection_tracker)
 HOST_CALL_SIGNATURE = (("i32", "i64", "i32", "i32"), ("i64",))
 TRACKER_SIGNATURE = (("i32", "i64", "i64", "i32", "i32"), ())

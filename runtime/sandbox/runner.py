@@ -3,21 +3,36 @@
 Each `run()` builds a new wasmtime Store and instance from the process's pre-linked
 module, so nothing one run leaves behind is visible to the next, and evaluates one ES
 module exactly as `qjs -e <source>` would (top-level await works), then drains the job
-queue. The guest's only exit is `__coderunner_host_call(envelope)`, a native function
-that blocks the guest while `handler` (the broker) answers; the sandbox itself knows
-nothing about keys, grants or HTTP.
+queue. The guest's only exit is the host call (runtime/sandbox/bridge.py): either
+`__coderunner_host_call(envelope)`, which blocks the guest while `handler` (the broker)
+answers, or `__coderunner_host_start(envelope)`, which returns a promise at once so
+that calls made before the guest awaits are in flight together. The sandbox itself
+knows nothing about keys, grants or HTTP.
+
+The host drives the guest's event loop (`_step`): it runs the guest's jobs and due
+timers, settles the promises of calls whose replies have arrived, and, while calls are
+still in flight, waits for the next reply (no longer than the next timer or the run's
+deadline). Sleeps never block: with nothing in flight, a pending timer moves the
+guest's clock forward (runtime/sandbox/wasi.py), so `await sleep(100)` costs nothing;
+with calls in flight, a timer fires when the guest's clock reaches it, so a call is
+never overtaken by a timer the clock has not reached.
 
 Limits are enforced by the host, never trusted to the guest: wall time by epoch
 interruption (the ticker advances the epoch even while the guest is blocked in a host
 call, and the handler can read the run's deadline through `host_call_deadline()`),
 linear memory by the Store limiter, output by the capped WASI writer, the number of
-host calls by a counter, and recursion depth by QuickJS's own stack check, re-enabled on
-a relocated stack (see runtime/sandbox/wasm_patch.py) so it ends in a catchable RangeError.
+host calls by a counter (a started call counts when it starts, in flight or not), and
+recursion depth by QuickJS's own stack check, re-enabled on a relocated stack (see
+runtime/sandbox/wasm_patch.py) so it ends in a catchable RangeError.
 
 `max_host_calls` counts envelopes that reach the handler; refusals decided here (413,
 400, 503) do not spend it, and a call beyond it answers 429 without reaching the
-handler. Runs are independent and may execute in parallel threads; wasm runs on the
-calling thread's stack when it has room for it (4 MiB; glibc's default is 8), and on a
+handler. A run that ends (exit, throw, timeout) with calls in flight drops the ones not
+yet begun and leaves the rest to the handler to end (the broker cancels them when its
+session closes); waiting for replies never outlasts the run's deadline.
+
+Runs are independent and may execute in parallel threads; wasm runs on the calling
+thread's stack when it has room for it (4 MiB; glibc's default is 8), and on a
 helper thread with a big enough stack otherwise (runtime/sandbox/thread_stack.py), since guest
 recursion on a smaller stack would crash the whole process.
 """
@@ -40,9 +55,12 @@ from runtime.sandbox.bridge import (
     HOST_CALL_CALLBACK,
     HOST_CALL_NAME,
     HOST_CALL_SIGNATURE,
+    HOST_START_CALLBACK,
+    HOST_START_NAME,
     TRACKER_CALLBACK,
     TRACKER_SIGNATURE,
     Bridge,
+    settle,
 )
 from runtime.sandbox.engine import EPOCH_TICK_S, JS_STACK_ALLOWANCE, get_engine
 from specgen import routes
@@ -99,6 +117,14 @@ class _Exit(Exception):
         self.code = code
 
 
+class _TimedOut(Exception):
+    """The deadline passed while the host waited (for a reply, or for nothing)."""
+
+
+#: JS_PromiseState's answer for a promise still waiting.
+_PROMISE_PENDING = 0
+
+
 #: qjs's exit() flushes stdio; a run that simply ends must too, or a last line written
 #: without "\n" (std.out.puts) would stay in wasi-libc's line buffer.
 _FLUSH_SOURCE = b'import * as std from "qjs:std"; std.out.flush(); std.err.flush();'
@@ -136,11 +162,15 @@ def _evaluate(vm: qjs_vm.Vm, bridge: Bridge, source: str) -> None:
     rt = vm.call("JS_GetRuntime", ctx)
     vm.install_stack_limit(rt, JS_STACK_ALLOWANCE)
 
-    name = vm.alloc(HOST_CALL_NAME.encode())
-    fn_index = vm.add_function(HOST_CALL_CALLBACK, *HOST_CALL_SIGNATURE)
-    fn = vm.call("JS_NewCFunction2", ctx, fn_index, name, 1, qjs_vm.JS_CFUNC_GENERIC, 0)
-    vm.set_global(ctx, HOST_CALL_NAME, fn)
-    vm.free(name)
+    for global_name, callback in (
+        (HOST_CALL_NAME, HOST_CALL_CALLBACK),
+        (HOST_START_NAME, HOST_START_CALLBACK),
+    ):
+        name = vm.alloc(global_name.encode())
+        fn_index = vm.add_function(callback, *HOST_CALL_SIGNATURE)
+        fn = vm.call("JS_NewCFunction2", ctx, fn_index, name, 1, qjs_vm.JS_CFUNC_GENERIC, 0)
+        vm.set_global(ctx, global_name, fn)
+        vm.free(name)
     vm.call(
         "JS_SetHostPromiseRejectionTracker",
         rt,
@@ -167,6 +197,67 @@ def _evaluate(vm: qjs_vm.Vm, bridge: Bridge, source: str) -> None:
     _flush_stdio(vm, ctx)
 
 
+def _signed(value: int) -> int:
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def _await_module(vm: qjs_vm.Vm, bridge: Bridge, ctx: int, promise: int) -> None:
+    """Run the loop until the module's promise settles, like qjs's js_std_await.
+
+    js_std_await itself cannot wait for a host call: with nothing else to do it spins
+    inside the guest until the deadline. Here, as there, jobs run one at a time and the
+    promise is looked at after each, so nothing queued after the module settles runs
+    before the run ends on a rejection; with no job, one `_step` runs timers and replies.
+    """
+    rt = vm.call("JS_GetRuntime", ctx)
+    job_ctx = vm.call("malloc", 4)
+    if job_ctx == 0:
+        raise MemoryError("guest malloc failed")
+    try:
+        while _signed(vm.call("JS_PromiseState", ctx, promise)) == _PROMISE_PENDING:
+            ran = _signed(vm.call("JS_ExecutePendingJob", rt, job_ctx))
+            if ran < 0:
+                vm.call("js_std_dump_error", ctx)
+            elif ran == 0 and not _step(vm, bridge, ctx):
+                # Nothing left that could settle it: as qjs, the run waits out its time.
+                time.sleep(max(0.0, bridge.deadline - time.monotonic()))
+                raise _TimedOut
+    finally:
+        vm.free(job_ctx)
+
+
+def _step(vm: qjs_vm.Vm, bridge: Bridge, ctx: int) -> bool:
+    """One turn of the event loop; False when nothing is left to run or wait for.
+
+    Jobs and at most one due timer run first (js_std_loop_once); then every reply that
+    has arrived settles its promise; with none, the host waits for the next reply while
+    calls are in flight (never past the next timer or the deadline), and otherwise
+    moves the guest's clock to the next timer.
+    """
+    r = _signed(vm.call("js_std_loop_once", ctx))
+    if r == -2:
+        vm.call("js_std_dump_error", ctx)
+        raise _Exit(EXIT_ERROR)
+    settled = False
+    while (reply := bridge.next_reply(None)) is not None:
+        settle(bridge, vm, ctx, reply)
+        settled = True
+    if settled or r == 0:
+        return True
+    if bridge.pending:
+        left = bridge.deadline - time.monotonic()
+        if left <= 0:
+            raise _TimedOut
+        reply = bridge.next_reply(left if r < 0 else min(left, r / 1000))
+        if reply is not None:
+            settle(bridge, vm, ctx, reply)
+        return True
+    if r > 0:
+        vm.state.sleep(r * 1_000_000)
+        return True
+    return False
+
+
 def _run_module(vm: qjs_vm.Vm, bridge: Bridge, ctx: int, src_ptr: int, src_len: int) -> None:
     """Evaluate like `qjs -e`, drain the job queue, report unhandled rejections."""
     state = vm.state
@@ -177,18 +268,12 @@ def _run_module(vm: qjs_vm.Vm, bridge: Bridge, ctx: int, src_ptr: int, src_len: 
     if qjs_vm.tag_of(func) != qjs_vm.TAG_EXCEPTION:
         vm.call("js_module_set_import_meta", ctx, func, 0, 1)
         func = vm.call("JS_EvalFunction", ctx, func)
-    _check(vm, ctx, vm.call("js_std_await", ctx, func))
+    if qjs_vm.tag_of(func) != qjs_vm.TAG_EXCEPTION:
+        _await_module(vm, bridge, ctx, func)
+    _check(vm, ctx, vm.call("js_std_await", ctx, func))  # settled: returns at once
 
-    while True:
-        r = vm.call("js_std_loop_once", ctx)
-        r = r - (1 << 32) if r >= 1 << 31 else r
-        if r == -2:
-            vm.call("js_std_dump_error", ctx)
-            raise _Exit(EXIT_ERROR)
-        if r == -1:
-            break
-        if r > 0:
-            state.sleep(r * 1_000_000)
+    while _step(vm, bridge, ctx):
+        pass
 
     if bridge.rejections:
         for _promise, reason in bridge.rejections.values():
@@ -264,6 +349,8 @@ def _run(
             _evaluate(vm, bridge, source)
         except _Exit as done:
             exit_code = done.code
+        except _TimedOut:
+            exit_code, timed_out = EXIT_TIMEOUT, True
         except wasi.ProcExit as done:
             exit_code = done.code & 0xFF
         except wasmtime.Trap as trap:
@@ -288,6 +375,7 @@ def _run(
                     ).encode(),
                 )
         finally:
+            bridge.close()
             if vm is not None:
                 if memory_probe is not None:
                     memory_probe(state.snapshot(vm.context))
