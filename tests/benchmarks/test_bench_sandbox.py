@@ -108,6 +108,8 @@ def test_bench_fresh_run_vs_node():
         "globalThis.__coderunner_host_call = () => ({status: 200, body: "
         + repr(REPLY.body.decode())
         + "});\n"
+        + "globalThis.__coderunner_host_start = (e) =>"
+        + " Promise.resolve(globalThis.__coderunner_host_call(e));\n"
     )
     source = stub + guest.compose_source(
         USER_CODE, global_name="svc", allow=ALLOW, preamble=PREAMBLE
