@@ -27,6 +27,7 @@ MSG_ENVELOPE_INVALID = "invalid host api request envelope"
 MSG_ENVELOPE_REQUIRED = "host api request envelope is required"
 MSG_INVALID_RESPONSE = "host api bridge returned an invalid response"
 MSG_NESTED = "host api calls nested too deeply"
+MSG_TOO_MANY_PENDING = "too many host api calls waiting for a reply"
 
 # -- the guest's stderr at the end of a run ----------------------------------------------
 MSG_REJECTION_PREFIX = "Possibly unhandled promise rejection: "

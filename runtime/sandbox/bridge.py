@@ -34,6 +34,7 @@ from runtime.messages import (
     MSG_ENVELOPE_REQUIRED,
     MSG_INVALID_RESPONSE,
     MSG_NESTED,
+    MSG_TOO_MANY_PENDING,
 )
 from runtime.sandbox import envelope as envelope_mod
 from runtime.sandbox import vm as qjs_vm
@@ -46,6 +47,12 @@ HOST_START_NAME = "__coderunner_host_start"
 #: Started host calls one run has on their way at once (its worker threads). The same
 #: number as the broker's in-flight limit; calls beyond it wait in the pool's queue.
 MAX_CONCURRENT_CALLS = 16
+#: Started calls whose promise is not settled yet. Each holds host memory outside the
+#: guest's limit (its resolving functions, its queued reply) until the guest yields to
+#: the loop, so a guest starting calls in a loop that never awaits is stopped here
+#: (RangeError) instead of growing the host. Far above what the budget lets reach a
+#: handler: most such calls are refusals answered at once.
+MAX_PENDING_CALLS = 10_000
 #: Host calls that may be under way at once in one run. Only reading the envelope runs
 #: guest code inside a host call (its toString), and that code may call the host again;
 #: each level stacks Python, ctypes and wasmtime frames on the thread's native stack, so
@@ -263,6 +270,9 @@ def _host_start(state: wasi.WasiState, context, vals) -> None:
     vm = bridge.vm
     assert vm is not None
     ctx, argc, argv = vals[0].i32 & 0xFFFFFFFF, vals[2].i32, vals[3].i32 & 0xFFFFFFFF
+    if len(bridge.pending) >= MAX_PENDING_CALLS:
+        vals[0].i64 = qjs_vm.s64(_throw(vm, ctx, "Range", MSG_TOO_MANY_PENDING))
+        return
     raw = _read_envelope(bridge, vm, ctx, argc, argv)
     if isinstance(raw, int):
         vals[0].i64 = qjs_vm.s64(raw)

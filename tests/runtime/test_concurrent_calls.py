@@ -18,6 +18,7 @@ import pytest
 from runtime import Limits, RunOutcome, run_with_grant, sandbox
 from runtime.broker import MAX_IN_FLIGHT
 from runtime.contract import HostReply, HostRequest
+from runtime.sandbox.bridge import MAX_PENDING_CALLS
 from tests.runtime.loopback import FakeAPI, Seen, hang, profile
 
 KEY = "concurrent-key-8b2f"
@@ -344,3 +345,28 @@ def _wait_for(condition, timeout_s: float = 3.0) -> None:  # type: ignore[no-unt
     while not condition():
         assert time.monotonic() < stop, "condition not reached"
         time.sleep(0.02)
+
+
+def test_starting_calls_without_ever_awaiting_is_bounded() -> None:
+    """Unsettled started calls hold host memory; past the cap the call throws."""
+    calls: list[str] = []
+
+    def handler(request: HostRequest) -> HostReply:
+        calls.append(request.path)
+        return HostReply(200, b"")
+
+    code = """
+    const start = globalThis.__coderunner_host_start;
+    const first = start("not json");
+    let n = 1;
+    try { for (;;) { start("not json"); n++; } }
+    catch (e) { console.log(e.name, e.message, n); }
+    console.log((await first).status);  // the loop settles every reply waiting
+    const r = await start('{"method":"GET","path":"/after"}');
+    console.log(r.status);
+    """
+    res = sandbox.run(code, handler=handler, limits=Limits(timeout_s=10))
+    assert res.stdout == (
+        f"RangeError too many host api calls waiting for a reply {MAX_PENDING_CALLS}\n400\n200\n"
+    ), res.stderr
+    assert calls == ["/after"]
