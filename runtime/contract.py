@@ -39,7 +39,15 @@ class HostReply:
 
 
 class HostHandler(Protocol):
-    """Answers one host call synchronously; the guest is blocked meanwhile."""
+    """Answers one host call synchronously; the guest is blocked meanwhile.
+
+    A handler may also have `start(request) -> Callable[[], HostReply]`, for the calls the
+    guest awaits as promises: the sandbox calls `start` on the guest's thread, in the
+    order the guest made its calls, and runs what it returns on a worker thread, several
+    at once. Without `start`, the sandbox calls the handler itself on the worker thread.
+    The broker has one, so it can decide each call (budget, rules, trace number) in the
+    guest's order and only send it concurrently.
+    """
 
     def __call__(self, request: HostRequest) -> HostReply: ...
 

@@ -79,6 +79,7 @@ class _Admitted:
 
 
 def _answered(reply: HostReply) -> HostReply:
+    """What a started call refused at once hands back to the worker that runs it."""
     return reply
 
 

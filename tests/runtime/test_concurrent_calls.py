@@ -179,13 +179,13 @@ def test_the_deadline_cancels_calls_in_flight_and_the_audit_shows_them(api: Fake
     console.log("never");
     """
     began = time.monotonic()
-    out = run(api, code, timeout_s=0.5)
+    out = run(api, code, timeout_s=2.0)
     took = time.monotonic() - began
     # The broker's deadline is taken a moment before the sandbox starts its clock, so the
     # guest may see its calls fail (502) just before its own time runs out (124).
     assert out.result.exit_code in (1, 124)
     assert out.result.stdout == ""
-    assert took < 1.5, took
+    assert took < 3.5, took  # the deadline, not the 10 s the server would hold a call
     # 16 were on the wire, 4 waited for a slot: all 20 keep their row, in call order.
     assert [(r.seq, r.status, r.delivered) for r in out.trace.rows] == [
         (i, 0, False) for i in range(1, 21)
