@@ -9,8 +9,10 @@ envelope string out of guest memory (bounded before any copy) and decode it
 (no handler, its host-call budget, nesting) behave the same for both. A started call is
 then handed to the handler's `start` (or, for a plain handler, the handler itself) and
 the slow part runs on one of the run's worker threads, at most MAX_CONCURRENT_CALLS at
-once; more wait their turn in the pool's queue. The run loop (`runner.py`) waits for
-the first reply to arrive and settles its promise in the guest (`settle`). Nothing a
+once; more wait their turn in the pool's queue (a lone call the guest is idly waiting
+for is answered on the guest's thread instead: see `dispatch`). The run loop
+(`runner.py`) waits for the first reply to arrive and settles its promise in the guest
+(`settle`). Nothing a
 handler raises or returns can crash the host or reach the guest as anything but a
 status and at most 4 MiB of bytes.
 
@@ -108,6 +110,8 @@ class Bridge:
         self.pending: dict[int, tuple[int, int]] = {}
         self._replies: queue.SimpleQueue[tuple[int, int, bytes]] = queue.SimpleQueue()
         self._pool: ThreadPoolExecutor | None = None
+        #: Started calls not yet handed to a worker (see `dispatch`).
+        self._unsent: list[tuple[int, Callable[[], HostReply]]] = []
         self._next_id = 0
 
     def _refused(self, raw: bytes) -> tuple[int, bytes] | HostRequest:
@@ -136,7 +140,7 @@ class Bridge:
     # -- started calls ------------------------------------------------------------------
 
     def begin(self, call_id: int, raw: bytes) -> None:
-        """Start one call; its reply arrives on the queue `settle_next` reads.
+        """Start one call; its reply arrives on the queue `next_reply` reads.
 
         The handler's `start` decides the call here, on the guest's thread and in the
         guest's order; only what it returns (the upstream exchange) runs on a worker.
@@ -156,11 +160,30 @@ class Bridge:
         else:
             assert handler is not None
             work = functools.partial(handler, decided)
+        self._unsent.append((call_id, work))
+
+    def dispatch(self, *, guest_idle: bool) -> None:
+        """Send the calls started since the guest last yielded to the loop.
+
+        A guest idle with one call outstanding and nothing else to run (a `for ...
+        await` loop) has it answered here, on its own thread, as a blocking call would
+        be: a worker thread would add a hand-off per call and overlap nothing. Any other
+        batch goes to the workers, to be in flight together.
+        """
+        if not self._unsent:
+            return
+        if guest_idle and len(self._unsent) == 1 and len(self.pending) == 1:
+            ((call_id, work),) = self._unsent
+            self._unsent.clear()
+            self._work(call_id, work)
+            return
         if self._pool is None:
             self._pool = ThreadPoolExecutor(
                 MAX_CONCURRENT_CALLS, thread_name_prefix="plimsoll-host-call"
             )
-        self._pool.submit(self._work, call_id, work)
+        for call_id, work in self._unsent:
+            self._pool.submit(self._work, call_id, work)
+        self._unsent.clear()
 
     def _work(self, call_id: int, work: Callable[[], HostReply]) -> None:
         self._replies.put((call_id, *_checked(work, self.deadline)))
@@ -181,6 +204,7 @@ class Bridge:
     def close(self) -> None:
         """The run is over: drop started calls not yet begun; running ones are the
         handler's to end (the broker cancels them when the session closes)."""
+        self._unsent.clear()
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
 

@@ -229,8 +229,9 @@ def _await_module(vm: qjs_vm.Vm, bridge: Bridge, ctx: int, promise: int) -> None
 def _step(vm: qjs_vm.Vm, bridge: Bridge, ctx: int) -> bool:
     """One turn of the event loop; False when nothing is left to run or wait for.
 
-    Jobs and at most one due timer run first (js_std_loop_once); then every reply that
-    has arrived settles its promise; with none, the host waits for the next reply while
+    Jobs and at most one due timer run first (js_std_loop_once); the calls the guest
+    started meanwhile are sent (`Bridge.dispatch`); then every reply that has arrived
+    settles its promise; with none, the host waits for the next reply while
     calls are in flight (never past the next timer or the deadline), and otherwise
     moves the guest's clock to the next timer.
     """
@@ -238,6 +239,7 @@ def _step(vm: qjs_vm.Vm, bridge: Bridge, ctx: int) -> bool:
     if r == -2:
         vm.call("js_std_dump_error", ctx)
         raise _Exit(EXIT_ERROR)
+    bridge.dispatch(guest_idle=r == -1)
     settled = False
     while (reply := bridge.next_reply(None)) is not None:
         settle(bridge, vm, ctx, reply)

@@ -200,9 +200,10 @@ def test_a_run_that_throws_cancels_its_calls_at_once(api: FakeAPI) -> None:
     events: list[str] = []
     api.responder = hang(events, seconds=10.0)
     code = """
+    import * as os from "qjs:os";
     host.get("/v1/items/1");
     host.get("/v1/items/2");
-    await new Promise(r => queueMicrotask(r));
+    await new Promise(r => os.setTimeout(r, 300));  // the calls go out meanwhile
     throw new Error("done with it");
     """
     began = time.monotonic()
@@ -215,9 +216,8 @@ def test_a_run_that_throws_cancels_its_calls_at_once(api: FakeAPI) -> None:
         (1, 0, False),
         (2, 0, False),
     ]
-    # Whatever reached the API was hung up on, not left to run.
-    _wait_for(lambda: len(events) == len(api.requests))
-    assert set(events) <= {"client left"}
+    # Both were on the wire and were hung up on, not left to run.
+    _wait_for(lambda: events == ["client left", "client left"])
 
 
 def test_calls_never_sent_get_their_row_when_the_run_exits(api: FakeAPI) -> None:
@@ -227,16 +227,19 @@ def test_calls_never_sent_get_their_row_when_the_run_exits(api: FakeAPI) -> None
     api.responder = hang(events, seconds=10.0)
     code = """
     import * as std from "qjs:std";
+    import * as os from "qjs:os";
     for (let i = 0; i < 20; i++) host.get("/v1/items/" + i);
-    await new Promise(r => queueMicrotask(r));
+    await new Promise(r => os.setTimeout(r, 300));
     std.exit(3);
     """
     out = run(api, code, timeout_s=8.0)
     assert out.result.exit_code == 3
     assert [r.seq for r in out.trace.rows] == list(range(1, 21))
     assert {(r.status, r.delivered) for r in out.trace.rows} == {(0, False)}
+    _wait_for(lambda: len(events) == len(api.requests) == MAX_IN_FLIGHT)
+    assert set(events) == {"client left"}
     time.sleep(0.2)
-    assert len(api.requests) <= MAX_IN_FLIGHT
+    assert len(api.requests) == MAX_IN_FLIGHT
 
 
 def test_sleep_between_calls_uses_the_guest_clock(api: FakeAPI) -> None:
@@ -370,3 +373,24 @@ def test_starting_calls_without_ever_awaiting_is_bounded() -> None:
         f"RangeError too many host api calls waiting for a reply {MAX_PENDING_CALLS}\n400\n200\n"
     ), res.stderr
     assert calls == ["/after"]
+
+
+def test_a_lone_awaited_call_is_answered_on_the_guest_thread() -> None:
+    """A `for ... await` loop costs what blocking calls cost: no worker hand-off per
+    call. A batch started before the guest yields goes to the workers."""
+    threads: list[str] = []
+
+    def handler(request: HostRequest) -> HostReply:
+        threads.append(threading.current_thread().name)
+        return HostReply(200, b"{}")
+
+    code = """
+    const go = p => globalThis.__coderunner_host_start(JSON.stringify({method: "GET", path: p}));
+    for (const p of ["/a", "/b", "/c"]) await go(p);
+    await Promise.all([go("/d"), go("/e")]);
+    """
+    res = sandbox.run(code, handler=handler)
+    assert res.exit_code == 0, res.stderr
+    assert len(threads) == 5
+    assert not any(t.startswith("plimsoll-host-call") for t in threads[:3]), threads
+    assert all(t.startswith("plimsoll-host-call") for t in threads[3:]), threads
