@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -160,15 +162,26 @@ class _Body(httpx.SyncByteStream):
             close()
 
 
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """One verifying TLS context for the process, shared by every run's transport.
+
+    Loading the certificate bundle costs about 60 ms, and each broker (one per run) built
+    its own: most of a short run's time. An SSLContext is safe to share between threads
+    and holds no per-connection state; nothing here changes it after it is made.
+    """
+    tls = httpx.create_ssl_context(trust_env=False)
+    tls.keylog_filename = None  # type: ignore[assignment]
+    return tls
+
+
 class DeadlineTransport(httpx.BaseTransport):
     """HTTP/1.1 to the grant's origin, each socket operation clamped to `call_deadline`."""
 
     def __init__(self, max_connections: int = 16) -> None:
-        tls = httpx.create_ssl_context(trust_env=False)
-        tls.keylog_filename = None  # type: ignore[assignment]
         self._aborts = _Aborts()
         self._pool = httpcore.ConnectionPool(
-            ssl_context=tls,
+            ssl_context=_tls_context(),
             max_connections=max_connections,
             http1=True,
             http2=False,
