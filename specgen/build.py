@@ -16,6 +16,8 @@ from specgen.operations import Generated, generate
 from specgen.quoting import go_quote, visible
 from specgen.render import FILES, artifacts
 from specgen.servers import server_choice
+from specgen.typescript import TypeSet
+from specgen.typescript import generate as generate_types
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,7 @@ class Result:
     source: Source
     gen: Generated
     files: dict[str, str]
+    types: TypeSet
 
     def notes(self) -> list[str]:
         """The lines `build` prints on stderr before anything else."""
@@ -91,7 +94,8 @@ def run(spec: str, options: Options) -> Result:
         compat=options.compat,
         warnings=(server_note,) if server_note else (),
     )
-    return Result(source=source, gen=gen, files=artifacts(gen))
+    types = generate_types(source.doc, gen, prefix)
+    return Result(source=source, gen=gen, files=artifacts(gen, types), types=types)
 
 
 def write(result: Result, outdir: Path) -> list[str]:

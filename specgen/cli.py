@@ -241,18 +241,26 @@ def build(
         click.echo(f"specgen: wrote {', '.join(names)} to {outdir}", err=True)
 
 
-EMIT_KINDS = ("allow", "catalog", "preamble", "description", "health", "json")
+EMIT_KINDS = ("allow", "catalog", "preamble", "description", "health", "types", "json")
 
 
 @cli.command()
 @click.argument("kind", type=click.Choice(EMIT_KINDS))
 @click.argument("spec")
+@click.option(
+    "--grants",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="description only: describe what this grants file's --profile permits.",
+)
+@click.option("--profile", help="The profile of --grants to describe.")
 @generator_options
 @output_options
 @refusals
 def emit(
     kind: str,
     spec: str,
+    grants: Path | None,
+    profile: str | None,
     global_name: str,
     server: str | None,
     strict: bool,
@@ -263,22 +271,33 @@ def emit(
     """Print one artifact of SPEC on stdout.
 
     allow and catalog are the same route list (catalog is for the profile's "catalog",
-    allow the starting point an operator trims); json bundles everything.
+    allow the starting point an operator trims); types is types.d.ts; json bundles
+    everything. description with --grants/--profile lists only what that profile permits.
     """
+    if (grants is None) != (profile is None):
+        raise click.UsageError("--grants and --profile go together")
+    if grants is not None and kind != "description":
+        raise click.UsageError("--grants and --profile go with emit description only")
     from specgen import build as pipeline
+    from specgen.grant_view import grant_description, read_grant
     from specgen.render import bundle
 
     verbosity = _verbosity(quiet, verbose)
+    view = read_grant(grants, profile) if grants is not None and profile is not None else None
     result = pipeline.run(spec, _options(global_name, server, strict, no_validate))
     # json carries every skip and warning itself; stderr then only sums them up.
     _print_notes(result, verbosity, details=kind != "json")
     files = result.files
+    if view is not None:
+        click.echo(grant_description(result, view), nl=False)
+        return
     text = {
         "allow": files["allow.json"],
         "catalog": files["allow.json"],
         "preamble": files["preamble.js"],
         "description": files["description.txt"],
         "health": files.get("health_check.txt", ""),
+        "types": files["types.d.ts"],
     }.get(kind)
     click.echo(bundle(result.gen, files) if text is None else text, nl=False)
 

@@ -122,3 +122,13 @@ def go_quote(value: str) -> str:
             out.append(f"\\U{ord(ch):08x}")
     out.append('"')
     return "".join(out)
+
+
+def ts_comment(value: str) -> str:
+    """Text for one line of a `/** */` comment: whitespace and control characters folded
+    to single spaces (no line can be added) and `*/` broken (the comment cannot end)."""
+    import unicodedata
+
+    spaced = (" " if ch.isspace() or unicodedata.category(ch) == "Cc" else ch for ch in value)
+    folded = " ".join("".join(spaced).split())
+    return folded.replace("*/", "*\\/")

@@ -14,16 +14,17 @@ from typing import TYPE_CHECKING
 import jinja2
 
 from specgen.allow import AllowEntry, entry_json
-from specgen.quoting import go_quote, js_string, visible
+from specgen.quoting import go_quote, js_string, ts_comment, visible
 
 if TYPE_CHECKING:  # only template data here; `specgen run` renders its client without it
     from specgen.operations import Generated
+    from specgen.typescript import TypeSet
 
 #: Where the templates are: inside the installed package, or at the checkout's root.
 TEMPLATE_DIRS = (Path(__file__).parent / "templates", Path(__file__).parent.parent / "templates")
 
 #: The files `build` writes, in the order they are written and listed.
-FILES = ("allow.json", "description.txt", "health_check.txt", "preamble.js")
+FILES = ("allow.json", "description.txt", "health_check.txt", "preamble.js", "types.d.ts")
 
 
 @cache
@@ -47,6 +48,7 @@ def environment(html: bool = False) -> jinja2.Environment:
     env.filters["js"] = js_string
     env.filters["goquote"] = go_quote
     env.filters["visible"] = visible
+    env.filters["tsdoc"] = ts_comment
     return env
 
 
@@ -54,13 +56,16 @@ def render(template: str, **data: object) -> str:
     return environment().get_template(template).render(**data)
 
 
-def artifacts(gen: Generated) -> dict[str, str]:
-    """The files `build` writes, by name; health_check.txt only when one GET is marked."""
+def artifacts(gen: Generated, types: TypeSet | None = None) -> dict[str, str]:
+    """The files `build` writes, by name; health_check.txt only when one GET is marked,
+    types.d.ts when the caller derived the types (they need the document, not just gen)."""
     out = {
         "allow.json": render("allow.json.j2", allow=[_entry_text(e) for e in gen.catalog]),
         "description.txt": render("description.txt.j2", gen=gen),
         "preamble.js": render("preamble.js.j2", gen=gen),
     }
+    if types is not None:
+        out["types.d.ts"] = render("types.d.ts.j2", gen=gen, types=types)
     if gen.health_check:
         out["health_check.txt"] = render("health_check.txt.j2", gen=gen)
     return {name: out[name] for name in FILES if name in out}

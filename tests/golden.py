@@ -31,6 +31,28 @@ def argv(command: str, name: str, case: dict[str, object]) -> list[str]:
     return ["check", spec, out, *extra]
 
 
+#: Per-grant descriptions (`specgen emit description --grants F --profile P`), one file each.
+GRANT_GOLDEN = GOLDEN / "grant-descriptions"
+GRANT_CASES: dict[str, list[str]] = {
+    "agent-memory.txt": [
+        "examples/memory_grant/agent-memory.openapi.json",
+        "--global",
+        "memory",
+        "--grants",
+        "examples/memory_grant/grants.json",
+        "--profile",
+        "agent-memory",
+    ],
+}
+
+
+def grant_argv(args: list[str]) -> list[str]:
+    spec, *rest = args
+    return ["emit", "description", str(ROOT / spec)] + [
+        str(ROOT / a) if a.endswith(".json") else a for a in rest
+    ]
+
+
 def main() -> int:
     runner = CliRunner()
     for name, case in cases().items():
@@ -38,6 +60,13 @@ def main() -> int:
         sys.stderr.write(result.output)
         if result.exit_code != 0:
             return result.exit_code
+    GRANT_GOLDEN.mkdir(exist_ok=True)
+    for name, args in GRANT_CASES.items():
+        result = runner.invoke(cli, grant_argv(args))
+        if result.exit_code != 0:
+            sys.stderr.write(result.output)
+            return result.exit_code
+        (GRANT_GOLDEN / name).write_text(result.stdout)
     return 0
 
 

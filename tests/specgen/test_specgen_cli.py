@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "golden"
 SMART = ROOT / "tests/data/smart-home.openapi.json"
 HAZARDS = ROOT / "tests/data/hazards.openapi.json"
-FILES = ("allow.json", "description.txt", "health_check.txt", "preamble.js")
+FILES = ("allow.json", "description.txt", "health_check.txt", "preamble.js", "types.d.ts")
 HEALTH_NOTE_LINE = (
     "specgen: health_check not set: no operation is marked x-plimsoll-health-check, so the "
     "profile gets no health_check: after an upstream 503 the per-run breaker waits out its full "
@@ -409,7 +409,7 @@ def test_build_writes_the_files_and_reports_on_stderr(tmp_path: Path) -> None:
         'specgen: warning: GET /api/v2/stock has no operationId, so its method is named "get_stock" after its verb and path; give it an operationId for a name that survives path changes',
         HEALTH_NOTE_LINE,
         "specgen: built 8 operations; 4 skipped, 2 warnings (--verbose to list)",
-        f"specgen: wrote allow.json, description.txt, preamble.js to {out}",
+        f"specgen: wrote allow.json, description.txt, preamble.js, types.d.ts to {out}",
     ]
     assert folder(out) == golden("hazards")
     for name in folder(out):
@@ -421,7 +421,7 @@ def test_build_replaces_files_by_rename_and_removes_a_stale_health_check(tmp_pat
     first = run("build", SMART, "-o", out, "--global", "home")
     assert first.stderr.splitlines() == [
         "specgen: built 9 operations; 0 skipped, 0 warnings",
-        f"specgen: wrote allow.json, description.txt, health_check.txt, preamble.js to {out}",
+        f"specgen: wrote allow.json, description.txt, health_check.txt, preamble.js, types.d.ts to {out}",
     ]
     assert (out / "health_check.txt").read_text() == "GET /status\n"
     inode = (out / "allow.json").stat().st_ino
@@ -602,8 +602,8 @@ def test_check_with_other_options_fails_and_names_them(tmp_path: Path) -> None:
     assert result.stderr.splitlines()[-1].endswith(
         f"regenerate it with: specgen build {SMART} -o {GOLDEN / 'smart-home'} --global house --server /v9"
     )
-    # every file differs: four diffs
-    assert result.stdout.count("\n--- ") + result.stdout.startswith("--- ") == 4
+    # every file differs: five diffs
+    assert result.stdout.count("\n--- ") + result.stdout.startswith("--- ") == 5
 
 
 # -- check --grants/--profile -----------------------------------------------------------------

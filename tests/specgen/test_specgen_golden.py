@@ -28,7 +28,7 @@ CASES: dict[str, dict[str, object]] = json.loads((GOLDEN / "cases.json").read_te
 #: PAGE_ROUTES and PAGE_WARNINGS below were taken from.
 PAGE = "mission/memory-grant-page.txt"
 PAGE_SHA256 = "76669729123fb16d0538553193d7c637f4495bf8b642c9a19ffea00a2aff0ab5"
-FILES = ("allow.json", "description.txt", "health_check.txt", "preamble.js")
+FILES = ("allow.json", "description.txt", "health_check.txt", "preamble.js", "types.d.ts")
 
 
 def case_args(name: str) -> tuple[str, list[str]]:
@@ -205,9 +205,10 @@ REFERENCE_PREAMBLE = """\
 
 REFERENCE_DESCRIPTION = """\
 Smart Home Control (v1.2.0).
-Agent code reaches it through the brokered `home.*` client; only the operations
-below are permitted. Every call is allow-listed and gets a per-run token injected
-host-side, so the code never handles a credential.
+Agent code reaches it through the brokered `home.*` client. These are the
+operations the document defines; an operator's grant may permit fewer. A broker outside
+the sandbox checks every call against the grant and adds the grant's credential itself,
+so the code never handles one.
 
   home.listLights()  ->  GET /lights
       List every light with its current state.

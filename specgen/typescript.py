@@ -1,0 +1,515 @@
+"""TypeScript types for the generated client, from the document's schemas.
+
+A model that writes agent code needs to know what a method takes and what it returns;
+`description.txt` alone cannot say that `remember` wants `{content, sessionId}`. This
+module turns each generated operation's parameters, request body and 2xx responses into
+TypeScript type expressions, and every schema under `#/components/schemas` they reach
+into one named declaration (so a `$ref` cycle is just a name that refers to itself).
+
+Type expressions are recursive, so they are assembled here; the layout of the files that
+carry them (`types.d.ts`, the per-grant description) lives in the templates. Documents
+are untrusted: nesting, object members, union members and the length of one expression
+are capped, and whatever is cut falls back to `unknown` and is counted, so a reader
+knows which operations are fully typed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from specgen.operations import Generated, Operation
+from specgen.quoting import js_string, ts_comment
+from specgen.refs import MISSING, resolve_pointer
+
+#: Inline nesting a type expression may reach before it becomes `unknown`.
+MAX_DEPTH = 8
+#: Properties of one object, members of one union or intersection, values of one enum.
+MAX_MEMBERS = 80
+#: Characters of one type expression.
+MAX_EXPR = 8000
+#: Characters of one doc comment.
+MAX_DOC = 240
+
+_COMPONENT = "#/components/schemas/"
+_IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
+_PARAM = re.compile(r"\{([^{}]*)\}")
+_LOCATIONS = ("path", "query", "header")
+#: Names a declaration may not take: TypeScript's own types and type keywords.
+_TAKEN = frozenset(
+    [
+        "any",
+        "unknown",
+        "never",
+        "void",
+        "null",
+        "undefined",
+        "object",
+        "string",
+        "number",
+        "boolean",
+        "symbol",
+        "bigint",
+        "Array",
+        "Record",
+        "Partial",
+        "Required",
+        "Readonly",
+        "Pick",
+        "Omit",
+        "Promise",
+        "Date",
+        "Error",
+        "Function",
+        "Object",
+        "String",
+        "Number",
+        "Boolean",
+        "Symbol",
+        "Map",
+        "Set",
+        "JSON",
+        "Math",
+        "type",
+        "interface",
+        "declare",
+        "namespace",
+    ]
+)
+
+
+def doc_text(text: object) -> str:
+    """One line of prose that is safe inside a `/** */` comment, at most MAX_DOC long."""
+    if not isinstance(text, str):
+        return ""
+    line = ts_comment(text)
+    return line if len(line) <= MAX_DOC else line[: MAX_DOC - 1].rstrip() + "…"
+
+
+def member_key(name: str) -> str:
+    """A property name as TypeScript needs it: bare when it is an identifier."""
+    return name if _IDENT.match(name) else js_string(name)
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """`type NAME = TS;` for one component schema."""
+
+    name: str
+    ts: str
+    doc: str
+    refs: tuple[str, ...]
+    fallbacks: int = 0
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    location: str
+    ts: str
+    required: bool
+    doc: str
+
+
+@dataclass(frozen=True)
+class OperationTypes:
+    """The types of one generated method."""
+
+    op: Operation
+    doc: str
+    params: tuple[Param, ...]
+    body: str | None
+    body_required: bool
+    response: str
+    refs: tuple[str, ...]
+    fallbacks: int
+
+    @property
+    def path_params(self) -> tuple[Param, ...]:
+        return tuple(p for p in self.params if p.location == "path")
+
+    @property
+    def extra_params(self) -> tuple[Param, ...]:
+        """Query and header parameters: typed, though today's client cannot send them."""
+        return tuple(p for p in self.params if p.location != "path")
+
+    def signature(self, global_name: str) -> str:
+        args = [f"{p.name}: {p.ts}" for p in self.path_params]
+        if self.body is not None:
+            args.append(f"body{'' if self.body_required else '?'}: {self.body}")
+        return f"{global_name}.{self.op.name}({', '.join(args)}): Promise<{self.response}>"
+
+
+@dataclass(frozen=True)
+class TypeSet:
+    """Every operation's types and the declarations they reach."""
+
+    operations: tuple[OperationTypes, ...]
+    declarations: tuple[Declaration, ...]
+    fallbacks: int
+
+    def closure(self, refs: tuple[str, ...], limit: int = 60) -> tuple[list[Declaration], int]:
+        """The declarations `refs` reach, breadth first; (shown, how many more were cut)."""
+        by_name = {d.name: d for d in self.declarations}
+        seen: set[str] = set()
+        order: list[Declaration] = []
+        queue = deque(refs)
+        while queue:
+            name = queue.popleft()
+            if name in seen or name not in by_name:
+                continue
+            seen.add(name)
+            order.append(by_name[name])
+            queue.extend(by_name[name].refs)
+        return order[:limit], max(0, len(order) - limit)
+
+    def fully_typed(self, op: OperationTypes) -> bool:
+        """No `unknown` was forced anywhere in the operation or the types it reaches."""
+        reached, _ = self.closure(op.refs, limit=len(self.declarations))
+        return op.fallbacks == 0 and all(d.fallbacks == 0 for d in reached)
+
+
+@dataclass
+class _Scope:
+    """What one expression being built has used: named types and fallbacks."""
+
+    refs: list[str] = field(default_factory=list)
+    fallbacks: int = 0
+
+
+class _Converter:
+    def __init__(self, doc: dict[str, Any]) -> None:
+        self.doc = doc
+        self.names: dict[str, str] = {}  # component pointer -> declaration name
+        self.taken: set[str] = set(_TAKEN)
+        self.pending: deque[str] = deque()
+        self.fallbacks = 0
+
+    # -- names -------------------------------------------------------------------------
+
+    def declared(self, pointer: str) -> str:
+        name = self.names.get(pointer)
+        if name is None:
+            raw = pointer[len(_COMPONENT) :].replace("~1", "/").replace("~0", "~")
+            base = re.sub(r"[^A-Za-z0-9_$]", "_", raw) or "_"
+            if base[0].isdigit():
+                base = "_" + base
+            name, n = base, 1
+            while name in self.taken:
+                n += 1
+                name = f"{base}_{n}"
+            self.taken.add(name)
+            self.names[pointer] = name
+            self.pending.append(pointer)
+        return name
+
+    # -- expressions -------------------------------------------------------------------
+
+    def fallback(self, scope: _Scope) -> str:
+        scope.fallbacks += 1
+        return "unknown"
+
+    def expr(
+        self, schema: Any, scope: _Scope, depth: int = 0, seen: frozenset[str] = frozenset()
+    ) -> str:
+        """The TypeScript for `schema`; never longer than MAX_EXPR."""
+        text = self._expr(schema, scope, depth, seen)
+        return text if len(text) <= MAX_EXPR else self.fallback(scope)
+
+    def _expr(self, schema: Any, scope: _Scope, depth: int, seen: frozenset[str]) -> str:
+        if schema is True or schema == {}:
+            return "unknown"
+        if schema is False:
+            return "never"
+        if not isinstance(schema, dict) or depth > MAX_DEPTH:
+            return self.fallback(scope)
+        ref = schema.get("$ref")
+        if ref is not None:
+            return self.ref(ref, scope, depth, seen)
+        core = self.core(schema, scope, depth, seen)
+        nullable = schema.get("nullable") is True and core not in ("null", "unknown")
+        return f"{core} | null" if nullable else core
+
+    def ref(self, ref: Any, scope: _Scope, depth: int, seen: frozenset[str]) -> str:
+        if not isinstance(ref, str) or not ref.startswith("#"):
+            return self.fallback(scope)  # external: load bundled documents only
+        if ref.startswith(_COMPONENT) and "/" not in ref[len(_COMPONENT) :]:
+            if resolve_pointer(self.doc, ref[1:]) is MISSING:
+                return self.fallback(scope)
+            name = self.declared(ref)
+            scope.refs.append(name)
+            return name
+        if ref in seen:
+            return self.fallback(scope)  # a cycle through schemas that have no name
+        target = resolve_pointer(self.doc, ref[1:])
+        if target is MISSING:
+            return self.fallback(scope)
+        return self._expr(target, scope, depth + 1, seen | {ref})
+
+    def members(self, items: Any, scope: _Scope, depth: int, seen: frozenset[str]) -> list[str]:
+        if not isinstance(items, list) or not items:
+            return [self.fallback(scope)]
+        if len(items) > MAX_MEMBERS:
+            return [self.fallback(scope)]
+        out: list[str] = []
+        for item in items:
+            text = self.expr(item, scope, depth + 1, seen)
+            if text not in out:
+                out.append(text)
+        return out
+
+    def core(self, schema: dict[str, Any], scope: _Scope, depth: int, seen: frozenset[str]) -> str:
+        for key, joiner in (("allOf", " & "), ("oneOf", " | "), ("anyOf", " | ")):
+            if key in schema:
+                parts = self.members(schema[key], scope, depth, seen)
+                rest = {k: v for k, v in schema.items() if k not in (key, "nullable")}
+                if rest.keys() & {"type", "properties", "items", "enum", "const"}:
+                    # Siblings of a composition constrain the same value.
+                    parts = [*parts, self.core(rest, scope, depth, seen)]
+                if joiner == " & ":
+                    parts = [p for p in parts if p != "unknown"] or ["unknown"]
+                return _join(parts, joiner)
+        if "const" in schema:
+            return _literal(schema["const"]) or self.fallback(scope)
+        if "enum" in schema:
+            values = schema["enum"]
+            if not isinstance(values, list) or not values or len(values) > MAX_MEMBERS:
+                return self.plain(schema, scope, depth, seen)
+            literals = [_literal(v) for v in values]
+            if any(lit is None for lit in literals):
+                return self.plain(schema, scope, depth, seen)
+            return _join(list(dict.fromkeys(str(lit) for lit in literals)), " | ")
+        return self.plain(schema, scope, depth, seen)
+
+    def plain(self, schema: dict[str, Any], scope: _Scope, depth: int, seen: frozenset[str]) -> str:
+        kind = schema.get("type")
+        if isinstance(kind, list):  # OpenAPI 3.1: ["string", "null"]
+            kinds = [k for k in kind if isinstance(k, str)]
+            return _join([self.one_type(k, schema, scope, depth, seen) for k in kinds], " | ")
+        if isinstance(kind, str):
+            return self.one_type(kind, schema, scope, depth, seen)
+        if "properties" in schema or "additionalProperties" in schema:
+            return self.one_type("object", schema, scope, depth, seen)
+        if "items" in schema:
+            return self.one_type("array", schema, scope, depth, seen)
+        return "unknown"
+
+    def one_type(
+        self, kind: str, schema: dict[str, Any], scope: _Scope, depth: int, seen: frozenset[str]
+    ) -> str:
+        if kind == "string":
+            return "string"
+        if kind in ("integer", "number"):
+            return "number"
+        if kind == "boolean":
+            return "boolean"
+        if kind == "null":
+            return "null"
+        if kind == "array":
+            items = schema.get("items", {})
+            return f"Array<{self.expr(items, scope, depth + 1, seen)}>"
+        if kind == "object":
+            return self.object(schema, scope, depth, seen)
+        return self.fallback(scope)
+
+    def object(
+        self, schema: dict[str, Any], scope: _Scope, depth: int, seen: frozenset[str]
+    ) -> str:
+        props = schema.get("properties")
+        props = props if isinstance(props, dict) else {}
+        required = schema.get("required")
+        required = set(required) if isinstance(required, list) else set()
+        extra = schema.get("additionalProperties", True)
+        if len(props) > MAX_MEMBERS:
+            scope.fallbacks += 1
+            return "Record<string, unknown>"
+        fields = []
+        for key in sorted(props, key=str):
+            ts = self.expr(props[key], scope, depth + 1, seen)
+            mark = "" if key in required else "?"
+            fields.append(f"{member_key(str(key))}{mark}: {ts}")
+        rest: str | None = None
+        if isinstance(extra, dict) and extra != {}:
+            rest = self.expr(extra, scope, depth + 1, seen)
+        elif extra is True or extra == {}:
+            rest = "unknown" if not fields else None
+        if not fields:
+            return "Record<string, never>" if rest is None else f"Record<string, {rest}>"
+        body = "{ " + "; ".join(fields) + " }"
+        return body if rest is None else f"{body} & Record<string, {rest}>"
+
+    # -- declarations ------------------------------------------------------------------
+
+    def drain(self) -> list[Declaration]:
+        """Declare every component schema named so far, and those they name in turn."""
+        out: list[Declaration] = []
+        while self.pending:
+            pointer = self.pending.popleft()
+            schema = resolve_pointer(self.doc, pointer[1:])
+            scope = _Scope()
+            ts = self.expr(schema, scope, 0, frozenset({pointer}))
+            self.fallbacks += scope.fallbacks
+            doc = (
+                doc_text(schema.get("description") or schema.get("title"))
+                if isinstance(schema, dict)
+                else ""
+            )
+            refs = tuple(dict.fromkeys(scope.refs))
+            out.append(Declaration(self.names[pointer], ts, doc, refs, scope.fallbacks))
+        return out
+
+
+def _literal(value: Any) -> str | None:
+    if isinstance(value, str):
+        return js_string(value)
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, int | float):
+        return json.dumps(value)
+    return None
+
+
+def _join(parts: list[str], joiner: str) -> str:
+    if not parts:
+        return "never"
+    if len(parts) == 1:
+        return parts[0]
+    wrap = [f"({p})" if (" | " in p or " & " in p) else p for p in parts]
+    return joiner.join(wrap)
+
+
+def _deref(doc: dict[str, Any], node: Any) -> Any:
+    """Follow a `$ref` chain (a parameter, a body, a response), or None on a cycle or miss."""
+    seen: set[str] = set()
+    while isinstance(node, dict) and isinstance(node.get("$ref"), str):
+        ref = node["$ref"]
+        if ref in seen or not ref.startswith("#"):
+            return None
+        seen.add(ref)
+        node = resolve_pointer(doc, ref[1:])
+        if node is MISSING:
+            return None
+    return node
+
+
+def _json_schema(doc: dict[str, Any], owner: Any) -> tuple[bool, Any]:
+    """(has content, the schema of its JSON media type or else its first one)."""
+    owner = _deref(doc, owner)
+    content = owner.get("content") if isinstance(owner, dict) else None
+    if not isinstance(content, dict) or not content:
+        return False, None
+    media = sorted(content, key=lambda m: (not _is_json(str(m)), str(m)))[0]
+    entry = content[media] if isinstance(content[media], dict) else {}
+    if not _is_json(str(media)) and "schema" not in entry:
+        return True, {"type": "string"}
+    return True, entry.get("schema", {})
+
+
+def _is_json(media: str) -> bool:
+    media = media.split(";")[0].strip().lower()
+    return media == "application/json" or media.endswith("+json") or media == "*/*"
+
+
+class _Builder:
+    def __init__(self, doc: dict[str, Any]) -> None:
+        self.doc = doc
+        self.conv = _Converter(doc)
+
+    def parameters(
+        self, path_item: dict[str, Any], op: dict[str, Any]
+    ) -> dict[tuple[str, str], dict[str, Any]]:
+        merged: dict[tuple[str, str], dict[str, Any]] = {}
+        for owner in (path_item, op):
+            raw = owner.get("parameters")
+            for entry in raw if isinstance(raw, list) else []:
+                param = _deref(self.doc, entry)
+                if isinstance(param, dict) and param.get("in") in _LOCATIONS:
+                    merged[(str(param["in"]), str(param.get("name") or ""))] = param
+        return merged
+
+    def param_schema(self, param: dict[str, Any]) -> Any:
+        if "schema" in param:
+            return param["schema"]
+        return _json_schema(self.doc, param)[1] or {}
+
+    def operation(
+        self, op: Operation, raw_op: dict[str, Any], path_item: dict[str, Any]
+    ) -> OperationTypes:
+        scope = _Scope()
+        declared = self.parameters(path_item, raw_op)
+        params: list[Param] = []
+        placeholders = _PARAM.findall(op.template)
+        for arg, placeholder in zip(op.args, placeholders, strict=False):
+            param = declared.get(("path", placeholder), {})
+            ts = self.conv.expr(self.param_schema(param), scope) if param else "string"
+            params.append(Param(arg, "path", ts, True, doc_text(param.get("description"))))
+        for (loc, pname), param in declared.items():
+            if loc == "path":
+                continue
+            ts = self.conv.expr(self.param_schema(param), scope)
+            params.append(
+                Param(
+                    pname,
+                    loc,
+                    ts,
+                    param.get("required") is True,
+                    doc_text(param.get("description")),
+                )
+            )
+        body: str | None = None
+        body_required = False
+        if op.has_body:
+            request = _deref(self.doc, raw_op.get("requestBody"))
+            has, schema = _json_schema(self.doc, request)
+            body = self.conv.expr(schema, scope) if has else "unknown"
+            body_required = isinstance(request, dict) and request.get("required") is True
+        response = self.response(raw_op, scope)
+        doc = doc_text(raw_op.get("description")) if raw_op.get("description") else ""
+        return OperationTypes(
+            op=op,
+            doc=doc,
+            params=tuple(params),
+            body=body,
+            body_required=body_required,
+            response=response,
+            refs=tuple(dict.fromkeys(scope.refs)),
+            fallbacks=scope.fallbacks,
+        )
+
+    def response(self, raw_op: dict[str, Any], scope: _Scope) -> str:
+        responses = raw_op.get("responses")
+        if not isinstance(responses, dict):
+            return "unknown"
+        shapes: list[str] = []
+        for code in sorted(str(c) for c in responses):
+            if not (code.startswith("2") and len(code) == 3):
+                continue
+            has, schema = _json_schema(
+                self.doc, responses.get(code, responses.get(int(code) if code.isdigit() else code))
+            )
+            if has:
+                text = self.conv.expr(schema, scope)
+                if text not in shapes:
+                    shapes.append(text)
+        return _join(shapes, " | ") if shapes else "unknown"
+
+
+def generate(doc: dict[str, Any], gen: Generated, prefix: str = "") -> TypeSet:
+    """The types of every operation in `gen` (derived from `doc` with `prefix`)."""
+    builder = _Builder(doc)
+    paths = doc.get("paths") if isinstance(doc.get("paths"), dict) else {}
+    ops: list[OperationTypes] = []
+    for op in gen.operations:
+        raw_path = op.template[len(prefix) :] if op.template.startswith(prefix) else op.template
+        path_item = _deref(doc, paths.get(raw_path))
+        raw_op = path_item.get(op.method.lower()) if isinstance(path_item, dict) else None
+        if not isinstance(raw_op, dict) or not isinstance(path_item, dict):
+            ops.append(OperationTypes(op, "", (), None, False, "unknown", (), 1))
+            continue
+        ops.append(builder.operation(op, raw_op, path_item))
+    declarations = builder.conv.drain()
+    fallbacks = sum(o.fallbacks for o in ops) + builder.conv.fallbacks
+    return TypeSet(tuple(ops), tuple(declarations), fallbacks)
