@@ -126,6 +126,7 @@ class OperationTypes:
     response: str
     refs: tuple[str, ...]
     fallbacks: int
+    tags: tuple[str, ...] = ()
 
     @property
     def path_params(self) -> tuple[Param, ...]:
@@ -372,6 +373,10 @@ def _literal(value: Any) -> str | None:
     return None
 
 
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _join(parts: list[str], joiner: str) -> str:
     if not parts:
         return "never"
@@ -477,6 +482,7 @@ class _Builder:
             response=response,
             refs=tuple(dict.fromkeys(scope.refs)),
             fallbacks=scope.fallbacks,
+            tags=tuple(t for t in _list(raw_op.get("tags")) if isinstance(t, str)),
         )
 
     def response(self, raw_op: dict[str, Any], scope: _Scope) -> str:

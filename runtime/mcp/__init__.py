@@ -1,0 +1,1 @@
+"""`specgen mcp`: agent code through a grant, over the Model Context Protocol."""

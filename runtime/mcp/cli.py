@@ -1,0 +1,122 @@
+"""`specgen mcp`: the click command, plugged into specgen through `specgen.commands`.
+
+Everything that can be refused (the grants file, the profile, the caller, the token
+variable, the document, the address) is refused before the server starts, as one
+`specgen: ...` line and exit 1, so an MCP client's log shows why it could not connect.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+import click
+
+from specgen.errors import SpecError
+
+
+def _refuse(message: str) -> NoReturn:
+    line = message.splitlines()[0] if message else message
+    click.echo(line if line.startswith("specgen:") else f"specgen: {line}", err=True)
+    sys.exit(1)
+
+
+def _address(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        _refuse(f"--http {text!r} must be HOST:PORT (PORT 0 picks a free one)")
+    return host, int(port)
+
+
+@click.command("mcp")
+@click.option(
+    "--grants",
+    "grants_file",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="The operator's grants file.",
+)
+@click.option("--profile", "profile_name", required=True, help="The grant profile every run uses.")
+@click.option(
+    "--caller", required=True, help="Who runs code; must be in the profile's allowed_callers."
+)
+@click.option("--spec", required=True, help="The profile's OpenAPI document (types, search).")
+@click.option(
+    "--server",
+    "server_url",
+    default=None,
+    metavar="URL",
+    help="As for build: the document's server URL to take the route prefix from.",
+)
+@click.option(
+    "--base-url",
+    default=None,
+    help="Send the grant's calls to this origin instead (e.g. a loopback fake).",
+)
+@click.option(
+    "--http",
+    "http",
+    default=None,
+    metavar="HOST:PORT",
+    help="Serve streamable HTTP here instead of stdio.",
+)
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=float,
+    default=5.0,
+    show_default=True,
+    help="Wall-clock limit of one run in seconds (at most 30).",
+)
+@click.option(
+    "--memory-mb",
+    type=int,
+    default=256,
+    show_default=True,
+    help="Guest memory limit of one run in MiB (at most 4096).",
+)
+def mcp(
+    grants_file: Path,
+    profile_name: str,
+    caller: str,
+    spec: str,
+    server_url: str | None,
+    base_url: str | None,
+    http: str | None,
+    timeout_s: float,
+    memory_mb: int,
+) -> None:
+    """Serve agent code execution through one grant as an MCP server (stdio by default)."""
+    if not 0 < timeout_s <= 30:
+        _refuse(f"--timeout {timeout_s:g} must be more than 0 and at most 30 seconds")
+    if not 1 <= memory_mb <= 4096:
+        _refuse(f"--memory-mb {memory_mb} must be between 1 and 4096")
+    address = _address(http) if http is not None else None
+
+    from runtime.mcp.runner import GrantError, open_grant
+    from runtime.mcp.server import build_server, prepare, serve_http
+
+    try:
+        grant = open_grant(
+            grants_file,
+            profile_name,
+            caller,
+            base_url=base_url,
+            timeout_s=timeout_s,
+            memory_mb=memory_mb,
+        )
+        prepared = prepare(spec, grant, server_url)
+    except (GrantError, SpecError) as exc:
+        _refuse(str(exc))
+    server = build_server(prepared)
+    if address is None:
+        server.run("stdio")
+        return
+    import anyio
+
+    try:
+        anyio.run(serve_http, server, *address)
+    except OSError as exc:
+        _refuse(f"--http {http}: {exc.strerror or exc}")

@@ -1,0 +1,140 @@
+"""The MCP server's one door into the runtime: load a grant, run code through it.
+
+Everything the server needs from the sandbox, broker, grants and trace modules goes
+through this adapter, so when the runtime's package layout changes only these imports
+move. What leaves it is plain data (`Run`) with no key in it: the server never holds a
+`Profile` or a `Secret`, only a `Grant` that can run code and say whether a text
+contains its key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from runtime import broker as _broker
+from runtime.grants import GrantsError, Profile, load
+from runtime.session import run_profile
+from specgen.routes import Route
+
+#: The broker's fixed refusal texts, by the rule that refused (see hints in tools.py).
+REFUSALS: dict[str, str] = {
+    "route": _broker.MSG_FORBIDDEN,
+    "budget": _broker.MSG_BUDGET,
+    "ended": _broker.MSG_ENDED,
+    "capacity": _broker.MSG_CAPACITY,
+    "body": _broker.MSG_TOO_LARGE,
+    "upstream": _broker.MSG_UPSTREAM,
+}
+MAX_REQUEST_BODY = _broker.MAX_REQUEST_BODY
+
+
+class GrantError(ValueError):
+    """A grant that cannot be served; the text is one line, never a secret."""
+
+
+@dataclass(frozen=True)
+class Call:
+    seq: int
+    method: str
+    route: str
+    status: int
+    delivered: bool
+
+
+@dataclass(frozen=True)
+class Run:
+    stdout: str
+    stderr: str
+    stdout_truncated: bool
+    stderr_truncated: bool
+    exit_code: int
+    timed_out: bool
+    duration_s: float
+    calls: tuple[Call, ...]
+    denied: int
+    dropped: int
+
+
+class Grant:
+    """One selected profile, ready to run agent code for one caller."""
+
+    def __init__(self, profile: Profile, caller: str, timeout_s: float, memory_mb: int) -> None:
+        self._profile = profile
+        self._caller = caller
+        self.timeout_s = timeout_s
+        self.memory_mb = memory_mb
+
+    @property
+    def name(self) -> str:
+        return self._profile.name
+
+    @property
+    def global_name(self) -> str:
+        return self._profile.global_name
+
+    @property
+    def allow(self) -> tuple[Route, ...]:
+        return self._profile.allow
+
+    @property
+    def max_calls(self) -> int:
+        return self._profile.max_calls
+
+    @property
+    def has_key(self) -> bool:
+        return self._profile.token is not None
+
+    def leaks(self, text: str) -> bool:
+        """Does `text` contain the key? (A last check before anything leaves the server.)"""
+        token = self._profile.token
+        return token is not None and token.reveal() in text
+
+    def run(self, code: str) -> Run:
+        """Run `code` in a fresh sandbox through the grant. Blocking; thread-safe."""
+        outcome = run_profile(
+            code,
+            self._profile,
+            caller=self._caller,
+            timeout_s=self.timeout_s,
+            memory_mb=self.memory_mb,
+        )
+        result, trace = outcome.result, outcome.trace
+        return Run(
+            stdout=result.stdout,
+            stderr=result.stderr,
+            stdout_truncated=result.stdout_truncated,
+            stderr_truncated=result.stderr_truncated,
+            exit_code=result.exit_code,
+            timed_out=result.timed_out,
+            duration_s=result.duration_s,
+            calls=tuple(Call(r.seq, r.method, r.route, r.status, r.delivered) for r in trace.rows),
+            denied=trace.denied,
+            dropped=trace.dropped,
+        )
+
+
+def open_grant(
+    grants_file: Path,
+    profile_name: str,
+    caller: str,
+    *,
+    base_url: str | None = None,
+    timeout_s: float = 5.0,
+    memory_mb: int = 256,
+) -> Grant:
+    """Load and select the profile as `specgen run` does; GrantError with one line on a fault."""
+    try:
+        profile = load(grants_file).select(profile_name, caller)
+        if base_url is not None:
+            profile = profile.with_base_url(base_url)
+    except GrantsError as exc:
+        raise GrantError(str(exc)) from None
+    return Grant(profile, caller, timeout_s, memory_mb)
+
+
+def engine_error() -> type[Exception]:
+    """The exception a missing or tampered engine raises (imported late: it loads wasm)."""
+    from runtime.engine import EngineError
+
+    return EngineError

@@ -1,0 +1,164 @@
+"""What the three tools answer: an execute result, search hits, one operation's types.
+
+Kept apart from the server so that each answer can be tested as plain text without a
+client. Answers are bounded (a model pays for every token): guest output is cut to
+MAX_STREAM_CHARS per stream and the trace to MAX_CALLS_SHOWN rows, always before the
+JSON is built, so the answer stays valid JSON with `truncated: true`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import orjson
+
+from runtime.mcp.runner import MAX_REQUEST_BODY, REFUSALS, Run
+from runtime.mcp.search import Index
+from specgen.grant_view import Allowed
+from specgen.render import render
+from specgen.typescript import OperationTypes, TypeSet
+
+#: Characters of stdout, and of stderr, one execute answer carries (about 6k tokens each).
+MAX_STREAM_CHARS = 24_000
+#: Trace rows one execute answer lists; the rest are counted.
+MAX_CALLS_SHOWN = 64
+#: Characters of one type expression in a search hit; describe() gives the full one.
+MAX_HIT_TYPE = 160
+#: The text the client's own gate rejects with (templates/client.js.j2) before the broker.
+CLIENT_GATE = "host api call not permitted by sandbox capability"
+WITHHELD = "[withheld: the grant's key]"
+
+
+def _cut(text: str, limit: int) -> tuple[str, bool]:
+    if len(text) <= limit:
+        return text, False
+    return text[:limit], True
+
+
+def hints(run: Run, max_calls: int, timeout_s: float) -> list[str]:
+    """Why calls failed, in words a model can act on; derived from the trace and the
+    broker's and client's fixed texts in the guest's output, never from a secret."""
+    seen = run.stdout + run.stderr
+    out: list[str] = []
+    if CLIENT_GATE in seen:
+        out.append(
+            "route not granted: the client refused a call before sending it, because no "
+            "allow entry of this grant matches its method and path; search() lists the "
+            "operations and path values the grant permits"
+        )
+    reasons = {
+        "route": "route not granted: the broker refused a call (403) because no allow entry "
+        "of this grant matches its method and path; search() lists what is permitted",
+        "budget": f"budget spent: this grant allows {max_calls} host calls per run and the "
+        "broker refused the ones after that (429); do fewer calls per run",
+        "ended": f"run ended: a call came after the run's {timeout_s:g} s deadline or after "
+        "the run finished (503)",
+        "capacity": "too many calls in flight at once (429); wait for earlier calls",
+        "body": f"request body over {MAX_REQUEST_BODY} bytes (413)",
+        "upstream": "upstream failed: the API could not be reached, timed out, or its reply "
+        "was withheld (502); the trace row shows the route",
+    }
+    for rule, text in REFUSALS.items():
+        if text in seen:
+            out.append(reasons[rule])
+    if run.denied and not any(
+        r.startswith(("route", "budget", "run ended", "too many", "request body")) for r in out
+    ):
+        out.append(f"{run.denied} call(s) refused by the broker; the guest did not print why")
+    for call in run.calls:
+        if call.status >= 400:
+            out.append(
+                f"upstream answered {call.status} to {call.method} {call.route} "
+                "(the error body went to the guest)"
+            )
+    if run.timed_out:
+        out.append(f"the run hit its {timeout_s:g} s time limit and was stopped")
+    return list(dict.fromkeys(out))
+
+
+@dataclass(frozen=True)
+class Answer:
+    text: str
+    is_error: bool
+
+
+def execute_answer(run: Run, *, max_calls: int, timeout_s: float, leaks: object) -> Answer:
+    """The execute tool's answer: one JSON object, bounded, with hints."""
+    stdout, cut_out = _cut(run.stdout, MAX_STREAM_CHARS)
+    stderr, cut_err = _cut(run.stderr, MAX_STREAM_CHARS)
+    calls = run.calls[:MAX_CALLS_SHOWN]
+    truncated = (
+        cut_out
+        or cut_err
+        or run.stdout_truncated
+        or run.stderr_truncated
+        or len(run.calls) > len(calls)
+        or run.dropped > 0
+    )
+    record: dict[str, object] = {
+        "exit_code": run.exit_code,
+        "timed_out": run.timed_out,
+        "stdout": stdout,
+        "stderr": stderr,
+        "truncated": truncated,
+        "calls": [
+            {"seq": c.seq, "method": c.method, "route": c.route, "status": c.status} for c in calls
+        ],
+        "calls_not_shown": len(run.calls) - len(calls) + run.dropped,
+        "denied": run.denied,
+        "hints": hints(run, max_calls, timeout_s),
+    }
+    text = orjson.dumps(record).decode("utf-8")
+    if callable(leaks) and leaks(text):
+        # The broker withholds replies that echo the key, so this is not expected; if a
+        # guest still produced it, the answer loses the output rather than carry it.
+        record.update(stdout=WITHHELD, stderr=WITHHELD, truncated=True)
+        text = orjson.dumps(record).decode("utf-8")
+    return Answer(text, is_error=run.exit_code != 0 or run.timed_out)
+
+
+def _short(ts: str) -> str:
+    return ts if len(ts) <= MAX_HIT_TYPE else ts[: MAX_HIT_TYPE - 1] + "…"
+
+
+def short_signature(t: OperationTypes, global_name: str) -> str:
+    args = [f"{p.name}: {_short(p.ts)}" for p in t.path_params]
+    if t.body is not None:
+        args.append(f"body{'' if t.body_required else '?'}: {_short(t.body)}")
+    return f"{global_name}.{t.op.name}({', '.join(args)}): Promise<{_short(t.response)}>"
+
+
+class Catalog:
+    """The operations one grant permits, searchable and describable."""
+
+    def __init__(self, allowed: list[Allowed], types: TypeSet, global_name: str) -> None:
+        self.allowed = {a.types.op.name: a for a in allowed}
+        self.types = types
+        self.global_name = global_name
+        self.index = Index.build([a.types for a in allowed])
+
+    def __len__(self) -> int:
+        return len(self.allowed)
+
+    def search(self, query: str, limit: int) -> str:
+        hits = [self.allowed[t.op.name] for t in self.index.search(query, limit)]
+        return render(
+            "mcp/search.txt.j2",
+            query=query,
+            hits=hits,
+            total=len(self.allowed),
+            signature=lambda a: short_signature(a.types, self.global_name),
+        )
+
+    def describe(self, name: str) -> str | None:
+        found = self.allowed.get(name.removeprefix(self.global_name + "."))
+        if found is None:
+            return None
+        declarations, cut = self.types.closure(found.types.refs)
+        return render(
+            "mcp/describe.txt.j2",
+            a=found,
+            global_name=self.global_name,
+            declarations=declarations,
+            cut=cut,
+        )
