@@ -29,7 +29,7 @@ def words(text: str) -> list[str]:
         w = w.lower()
         if w.endswith("ies") and len(w) > 4:
             w = w[:-3] + "y"
-        elif w.endswith("s") and len(w) > 3 and not w.endswith("ss"):
+        elif w.endswith("s") and len(w) > 3 and not w.endswith(("ss", "us", "is")):
             w = w[:-1]
         out.append(w)
     return out

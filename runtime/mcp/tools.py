@@ -58,12 +58,10 @@ def hints(run: Run, max_calls: int, timeout_s: float) -> list[str]:
         "upstream": "upstream failed: the API could not be reached, timed out, or its reply "
         "was withheld (502); the trace row shows the route",
     }
-    for rule, text in REFUSALS.items():
-        if text in seen:
-            out.append(reasons[rule])
-    if run.denied and not any(
-        r.startswith(("route", "budget", "run ended", "too many", "request body")) for r in out
-    ):
+    named = [rule for rule, text in REFUSALS.items() if text in seen]
+    out += [reasons[rule] for rule in named]
+    if run.denied and not set(named) - {"upstream"}:
+        # upstream failures are recorded as trace rows, not denials
         out.append(f"{run.denied} call(s) refused by the broker; the guest did not print why")
     for call in run.calls:
         if call.status >= 400:

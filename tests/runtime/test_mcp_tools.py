@@ -1,0 +1,100 @@
+"""The MCP tools' answers as plain data: bounded JSON, hints, the last key check, search."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from runtime.mcp import tools
+from runtime.mcp.runner import REFUSALS, Call, Run
+from runtime.mcp.search import Index, words
+from specgen import build
+from specgen.grant_view import allowed, read_grant
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run(**changes: object) -> Run:
+    base: dict[str, object] = {
+        "stdout": "",
+        "stderr": "",
+        "stdout_truncated": False,
+        "stderr_truncated": False,
+        "exit_code": 0,
+        "timed_out": False,
+        "duration_s": 0.01,
+        "calls": (),
+        "denied": 0,
+        "dropped": 0,
+    }
+    base.update(changes)
+    return Run(**base)  # type: ignore[arg-type]
+
+
+def _answer(run: Run, leaks: object = None) -> tuple[dict, bool]:
+    answer = tools.execute_answer(run, max_calls=256, timeout_s=5.0, leaks=leaks)
+    return json.loads(answer.text), answer.is_error
+
+
+def test_output_is_cut_but_stays_valid_json_with_a_marker() -> None:
+    big = 'x"\\\n' * tools.MAX_STREAM_CHARS
+    out, _ = _answer(_run(stdout=big, stderr="short"))
+    assert out["truncated"] is True
+    assert out["stdout"] == big[: tools.MAX_STREAM_CHARS]
+    assert out["stderr"] == "short"
+    small, _ = _answer(_run(stdout="ok\n"))
+    assert small["truncated"] is False
+
+
+def test_trace_rows_beyond_the_cap_are_counted() -> None:
+    calls = tuple(Call(i, "GET", "/a/*", 200, True) for i in range(tools.MAX_CALLS_SHOWN + 5))
+    out, _ = _answer(_run(calls=calls, dropped=2))
+    assert len(out["calls"]) == tools.MAX_CALLS_SHOWN
+    assert out["calls_not_shown"] == 7 and out["truncated"] is True
+
+
+def test_hints_name_the_rule() -> None:
+    out, _ = _answer(_run(stdout=f"host api 429: {REFUSALS['budget']}\n", denied=1))
+    assert out["hints"] == [
+        "budget spent: this grant allows 256 host calls per run and the broker refused the "
+        "ones after that (429); do fewer calls per run"
+    ]
+    out, _ = _answer(_run(denied=2))
+    assert out["hints"] == ["2 call(s) refused by the broker; the guest did not print why"]
+    out, _ = _answer(_run(calls=(Call(1, "GET", "/m/*", 404, True),)))
+    assert out["hints"] == ["upstream answered 404 to GET /m/* (the error body went to the guest)"]
+    out, error = _answer(_run(timed_out=True, exit_code=1))
+    assert error and out["hints"] == ["the run hit its 5 s time limit and was stopped"]
+
+
+def test_an_answer_that_would_carry_the_key_carries_no_output() -> None:
+    key = "k-123-secret"
+    out, _ = _answer(_run(stdout=f"leaked {key}", stderr="x"), leaks=lambda t: key in t)
+    assert key not in json.dumps(out)
+    assert out["stdout"] == tools.WITHHELD and out["truncated"] is True
+
+
+def test_words_split_names_and_fold_plurals() -> None:
+    assert words("agent_memory_memoriesList") == ["agent", "memory", "memory", "list"]
+    assert words("HTTPStatus") == ["http", "status"]
+
+
+def test_search_ranks_by_what_an_operation_does() -> None:
+    result = build.run(
+        str(ROOT / "examples/memory_grant/agent-memory.openapi.json"),
+        build.Options(global_name="memory"),
+    )
+    ops = [t for t in result.types.operations]
+    index = Index.build(ops)
+    assert index.search("recall memories", 1)[0].op.name == "agent_memory_recall"
+    assert index.search("delete a namespace", 1)[0].op.name == "agent_memory_namespace_delete"
+    assert index.search("per_page cursor", 3)[0].op.method == "GET"
+    assert index.search("zebra", 5) == []
+    view = read_grant(ROOT / "examples/memory_grant/grants.json", "agent-memory")
+    catalog = tools.Catalog(allowed(result, view.allow), result.types, "memory")
+    assert len(catalog) == 3
+    assert (
+        "namespace"
+        not in catalog.search("delete a namespace", 5).split("\n\n", 1)[-1].split("(")[0]
+    )
+    assert catalog.describe("memory.agent_memory_namespace_delete") is None
