@@ -27,8 +27,10 @@ from specgen.refs import MISSING, resolve_pointer
 
 #: Inline nesting a type expression may reach before it becomes `unknown`.
 MAX_DEPTH = 8
-#: Properties of one object, members of one union or intersection, values of one enum.
+#: Members of one union or intersection, values of one enum.
 MAX_MEMBERS = 80
+#: Properties of one object (GitHub's `repository` has about 90).
+MAX_PROPERTIES = 250
 #: Characters of one type expression.
 MAX_EXPR = 8000
 #: Characters of one doc comment.
@@ -324,7 +326,7 @@ class _Converter:
         required = schema.get("required")
         required = set(required) if isinstance(required, list) else set()
         extra = schema.get("additionalProperties", True)
-        if len(props) > MAX_MEMBERS:
+        if len(props) > MAX_PROPERTIES:
             scope.fallbacks += 1
             return "Record<string, unknown>"
         fields = []

@@ -102,7 +102,7 @@ def test_depth_and_width_caps_fall_back_to_unknown_and_are_counted() -> None:
         deep = {"type": "array", "items": deep}
     wide = {
         "type": "object",
-        "properties": {f"p{i}": {"type": "string"} for i in range(typescript.MAX_MEMBERS + 1)},
+        "properties": {f"p{i}": {"type": "string"} for i in range(typescript.MAX_PROPERTIES + 1)},
     }
     types = _types(_doc({}, body=deep, response=wide))
     op = types.operations[0]
