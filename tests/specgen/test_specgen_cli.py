@@ -482,7 +482,15 @@ def test_build_without_outdir_prints_sections(tmp_path: Path) -> None:
 
 
 def test_emit_kinds_are_the_documented_ones() -> None:
-    assert set(EMIT_KINDS) == {"allow", "catalog", "preamble", "description", "health", "json"}
+    assert set(EMIT_KINDS) == {
+        "allow",
+        "catalog",
+        "preamble",
+        "description",
+        "health",
+        "types",
+        "json",
+    }
 
 
 @pytest.mark.parametrize("case", ["smart-home", "hazards"])
@@ -495,6 +503,7 @@ def test_emit_every_kind(case: str) -> None:
     assert out["preamble"].stdout == g["preamble.js"]
     assert out["description"].stdout == g["description.txt"]
     assert out["health"].stdout == g.get("health_check.txt", "")
+    assert out["types"].stdout == g["types.d.ts"]
     # every kind prints the same notes on stderr, but json (which holds them) only the summary
     assert len({r.stderr for k, r in out.items() if k != "json"}) == 1
     if "json" in out:
