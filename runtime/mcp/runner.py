@@ -1,8 +1,8 @@
 """The MCP server's one door into the runtime: load a grant, run code through it.
 
-Everything the server needs from the sandbox, broker, grants and trace modules goes
-through this adapter, so when the runtime's package layout changes only these imports
-move. What leaves it is plain data (`Run`) with no key in it: the server never holds a
+Everything the server needs from the runtime goes through this adapter, and only
+through the runtime's public API (`from runtime import ...`), so the server does not
+depend on how the runtime's rooms are laid out. What leaves it is plain data (`Run`) with no key in it: the server never holds a
 `Profile` or a `Secret`, only a `Grant` that can run code and say whether a text
 contains its key.
 """
@@ -12,21 +12,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from runtime import broker as _broker
-from runtime.grants import GrantsError, Profile, load
-from runtime.session import run_profile
+from runtime import EngineError, GrantsError, Profile, load_grants, messages, run_profile
 from specgen.routes import Route
 
 #: The broker's fixed refusal texts, by the rule that refused (see hints in tools.py).
 REFUSALS: dict[str, str] = {
-    "route": _broker.MSG_FORBIDDEN,
-    "budget": _broker.MSG_BUDGET,
-    "ended": _broker.MSG_ENDED,
-    "capacity": _broker.MSG_CAPACITY,
-    "body": _broker.MSG_TOO_LARGE,
-    "upstream": _broker.MSG_UPSTREAM,
+    "route": messages.MSG_FORBIDDEN,
+    "budget": messages.MSG_BUDGET,
+    "ended": messages.MSG_ENDED,
+    "capacity": messages.MSG_CAPACITY,
+    "body": messages.MSG_TOO_LARGE,
+    "upstream": messages.MSG_UPSTREAM,
 }
-MAX_REQUEST_BODY = _broker.MAX_REQUEST_BODY
 
 
 class GrantError(ValueError):
@@ -125,7 +122,7 @@ def open_grant(
 ) -> Grant:
     """Load and select the profile as `specgen run` does; GrantError with one line on a fault."""
     try:
-        profile = load(grants_file).select(profile_name, caller)
+        profile = load_grants(grants_file).select(profile_name, caller)
         if base_url is not None:
             profile = profile.with_base_url(base_url)
     except GrantsError as exc:
@@ -134,7 +131,5 @@ def open_grant(
 
 
 def engine_error() -> type[Exception]:
-    """The exception a missing or tampered engine raises (imported late: it loads wasm)."""
-    from runtime.engine import EngineError
-
+    """The exception a missing or tampered engine raises."""
     return EngineError

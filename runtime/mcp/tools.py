@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from runtime.mcp.runner import MAX_REQUEST_BODY, REFUSALS, Run
+from runtime.mcp.runner import REFUSALS, Run
 from runtime.mcp.search import Index
 from specgen.grant_view import Allowed
 from specgen.render import render
@@ -54,7 +54,7 @@ def hints(run: Run, max_calls: int, timeout_s: float) -> list[str]:
         "ended": f"run ended: a call came after the run's {timeout_s:g} s deadline or after "
         "the run finished (503)",
         "capacity": "too many calls in flight at once (429); wait for earlier calls",
-        "body": f"request body over {MAX_REQUEST_BODY} bytes (413)",
+        "body": "request body over the broker's size limit (413)",
         "upstream": "upstream failed: the API could not be reached, timed out, or its reply "
         "was withheld (502); the trace row shows the route",
     }

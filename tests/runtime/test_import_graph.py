@@ -1,8 +1,9 @@
 """The runtime's rooms, drawn from their imports (ast, no import executed).
 
 `runtime/sandbox` never imports `runtime/broker` and vice versa, so the engine could move
-to another process than the key; `runtime/cli.py` imports nothing from the runtime but
-its public API (`from runtime import ...`). A test that fails when the claim is false:
+to another process than the key; `runtime/cli.py` and `runtime/mcp/runner.py` (the MCP
+server's one door into the runtime) import nothing from the runtime but its public API
+(`from runtime import ...`). A test that fails when the claim is false:
 the drawing is checked against planted violations too.
 """
 
@@ -61,7 +62,7 @@ def violations(edges: dict[str, set[str]]) -> list[str]:
                 out.append(f"{module} -> {target}")
             if _inside(module, "runtime.broker") and _inside(target, "runtime.sandbox"):
                 out.append(f"{module} -> {target}")
-            if module == "runtime.cli" and _inside(target, "runtime"):
+            if module in ("runtime.cli", "runtime.mcp.runner") and _inside(target, "runtime"):
                 public = target == "runtime" or (
                     target.count(".") == 1 and target.split(".")[1] in _public_names()
                 )
@@ -96,6 +97,7 @@ def test_sandbox_and_broker_never_import_each_other_and_cli_uses_only_the_public
         ("runtime.broker.handler", "from ..sandbox import runner\n"),
         ("runtime.cli", "from runtime.session import run_with_grant\n"),
         ("runtime.cli", "from runtime.broker import Broker\n"),
+        ("runtime.mcp.runner", "from runtime.session import run_profile\n"),
     ],
 )
 def test_a_planted_violation_is_found(module: str, source: str) -> None:
