@@ -7,6 +7,7 @@ variable, the document, the address) is refused before the server starts, as one
 
 from __future__ import annotations
 
+import ipaddress
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -23,10 +24,21 @@ def _refuse(message: str) -> NoReturn:
 
 
 def _address(text: str) -> tuple[str, int]:
+    """HOST:PORT on a loopback address only: the server has no client authentication, so
+    anyone who can reach it can run code through the grant."""
     host, sep, port = text.rpartition(":")
     host = host.removeprefix("[").removesuffix("]")
     if not sep or not host or not port.isdigit() or int(port) > 65535:
         _refuse(f"--http {text!r} must be HOST:PORT (PORT 0 picks a free one)")
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        _refuse(
+            f"--http {text!r}: serve on a loopback address (127.0.0.1, ::1, localhost); "
+            "the server does not authenticate its clients"
+        )
     return host, int(port)
 
 
