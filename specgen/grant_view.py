@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING
 
 import orjson
 
+from specgen.allow import AllowError, parse_entry
 from specgen.errors import SpecError
 from specgen.quoting import go_quote
-from specgen.routes import Route, RouteError, parse_route_line
+from specgen.routes import Route
 
 if TYPE_CHECKING:
     from specgen.build import Result
@@ -54,13 +55,11 @@ def read_grant(grants: Path, name: str) -> GrantView:
     if not isinstance(body, dict):
         raise SpecError(f"specgen: grants {grants}: no profile {go_quote(name)}")
     raw = body.get("allow") or []
-    if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
-        raise SpecError(
-            f'specgen: profile {go_quote(name)}: allow must be a list of "METHOD /path" strings'
-        )
+    if not isinstance(raw, list):
+        raise SpecError(f"specgen: profile {go_quote(name)}: allow must be a list of entries")
     try:
-        allow = tuple(parse_route_line(line) for line in raw)
-    except RouteError as exc:
+        allow = tuple(parse_entry(item).route for item in raw)
+    except AllowError as exc:
         raise SpecError(f"specgen: profile {go_quote(name)}: {exc}") from None
     token = body.get("token")
     kind = ""

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from specgen.operations import Generated, Operation
-from specgen.quoting import js_string, ts_comment
+from specgen.quoting import go_quote, js_string, ts_comment
 from specgen.refs import MISSING, resolve_pointer
 
 #: Inline nesting a type expression may reach before it becomes `unknown`.
@@ -453,19 +453,19 @@ class _Builder:
             param = declared.get(("path", placeholder), {})
             ts = self.conv.expr(self.param_schema(param), scope) if param else "string"
             params.append(Param(arg, "path", ts, True, doc_text(param.get("description"))))
-        for (loc, pname), param in declared.items():
-            if loc == "path":
+        # Which query and header parameters exist is the generator's decision (the
+        # params model: merged, Accept/Content-Type/Authorization ignored, broker-owned
+        # headers dropped); only their full schemas are read here.
+        dropped = set(op.dropped)
+        for p in (*op.params.query, *op.params.header):
+            loc = p.location.value
+            if f"{loc} {go_quote(p.name)}" in dropped or any(
+                d.startswith(f"{loc} {go_quote(p.name)} ") for d in dropped
+            ):
                 continue
-            ts = self.conv.expr(self.param_schema(param), scope)
-            params.append(
-                Param(
-                    pname,
-                    loc,
-                    ts,
-                    param.get("required") is True,
-                    doc_text(param.get("description")),
-                )
-            )
+            param = declared.get((loc, p.name), {})
+            ts = self.conv.expr(self.param_schema(param), scope) if param else "string"
+            params.append(Param(p.name, loc, ts, p.required, doc_text(param.get("description"))))
         body: str | None = None
         body_required = False
         if op.has_body:

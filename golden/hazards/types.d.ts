@@ -16,7 +16,6 @@ declare const home: {
   /**
    * Optional query only.
    * GET /api/v2/feed
-   * query parameter "cursor"?: string (this client cannot send it yet)
    */
   feed(): Promise<unknown>;
   /**
