@@ -124,11 +124,11 @@ def build_server(prepared: Prepared) -> MCPServer:
         execute,
         name="execute",
         description=(
-            f"Run JavaScript in a fresh QuickJS sandbox (no network, files or clock of its own). "
+            "Run JavaScript in a fresh QuickJS sandbox (no network, no files). "
             f"The global `{g}` is the client of the API these instructions describe; each method "
             "returns a Promise. Every call goes to a broker outside the sandbox that checks it "
             "against the operator's grant and adds the credential itself: the key never enters "
-            "the sandbox. Host calls run one at a time, so Promise.all does not overlap them. "
+            "the sandbox. Calls made before the code awaits run concurrently (Promise.all). "
             "Returns JSON: exit_code, timed_out, stdout, stderr, truncated, calls (method, route "
             "template and status of each call sent upstream), denied (calls the broker refused) "
             "and hints (why calls failed)."

@@ -63,6 +63,11 @@ def hints(run: Run, max_calls: int, timeout_s: float) -> list[str]:
     if run.denied and not set(named) - {"upstream"}:
         # upstream failures are recorded as trace rows, not denials
         out.append(f"{run.denied} call(s) refused by the broker; the guest did not print why")
+    if any(call.status == 0 for call in run.calls):
+        out.append(
+            "a call was still in flight when the run ended and was cancelled (status 0); "
+            "await every call before the code finishes"
+        )
     for call in run.calls:
         if call.status >= 400:
             out.append(

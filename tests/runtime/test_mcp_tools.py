@@ -63,6 +63,11 @@ def test_hints_name_the_rule() -> None:
     assert out["hints"] == ["2 call(s) refused by the broker; the guest did not print why"]
     out, _ = _answer(_run(calls=(Call(1, "GET", "/m/*", 404, True),)))
     assert out["hints"] == ["upstream answered 404 to GET /m/* (the error body went to the guest)"]
+    out, _ = _answer(_run(calls=(Call(1, "GET", "/m/*", 0, False),)))
+    assert out["hints"] == [
+        "a call was still in flight when the run ended and was cancelled (status 0); "
+        "await every call before the code finishes"
+    ]
     out, error = _answer(_run(timed_out=True, exit_code=1))
     assert error and out["hints"] == ["the run hit its 5 s time limit and was stopped"]
 
