@@ -5,14 +5,23 @@ group, so the `specgen` group never imports the runtime. Everything that can be 
 (the code file, the grants file, the token variable, the profile, the caller, the
 base-url override, the trace id, the limits, a missing or tampered engine) raises a
 `runtime.Refusal`, and one path (`_refusals`) prints its own line (`specgen: ...`) and
-exits with its code; after the run the exit code is the guest's. It imports nothing
-from the runtime but the public API (`from runtime import ...`).
+exits with its code; after the run the exit code is the guest's (or EXIT_INTERNAL, 70,
+when a host fault ended the run; the trace and audit are printed all the same). It
+imports nothing from the runtime but the public API (`from runtime import ...`).
+
+Text mode frames the guest's output so it can neither forge the trusted lines nor drive
+the operator's terminal: every guest line is prefixed (`out| ` on stdout, `err| ` on
+stderr) and its control characters (C0 but tab and newline, DEL, C1, bidi controls, line
+separators) are shown escaped (`\x1b`, `\u202e`); every line the CLI itself writes
+after the run starts with `specgen: `, which no prefixed guest line can. `--json` keeps
+the output as raw JSON strings (JSON escapes control characters itself).
 """
 
 from __future__ import annotations
 
 import functools
 import sys
+import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -21,6 +30,7 @@ import click
 import orjson
 
 from runtime import (
+    MIN_MEMORY_MB,
     Limits,
     Refusal,
     RunInputError,
@@ -33,6 +43,10 @@ from runtime import (
 from specgen.files import read_limited
 
 _MAX_CODE_BYTES = 1 << 20
+#: Prefixes of the guest's lines in text mode; the CLI's own lines start `specgen: `.
+_GUEST_OUT, _GUEST_ERR, _TRUSTED = "out| ", "err| ", "specgen: "
+#: Characters that reorder or hide text on a terminal without being Cc.
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -120,8 +134,11 @@ def run(
         raise RunInputError(f"{code_file}: not valid UTF-8 at byte {e.start}") from None
     if not 0 < timeout_s <= 30:
         raise RunInputError(f"--timeout {timeout_s:g} must be more than 0 and at most 30 seconds")
-    if not 1 <= memory_mb <= 4096:
-        raise RunInputError(f"--memory-mb {memory_mb} must be between 1 and 4096")
+    if not MIN_MEMORY_MB <= memory_mb <= 4096:
+        raise RunInputError(
+            f"--memory-mb {memory_mb} must be between {MIN_MEMORY_MB} (the engine's minimum)"
+            " and 4096"
+        )
     if trace_id is not None:
         check_trace_id(trace_id)
     profile = load_grants(grants_file).select(profile_name, caller)
@@ -145,18 +162,56 @@ def run(
             "exit_code": result.exit_code,
             "timed_out": result.timed_out,
             "duration_s": round(result.duration_s, 6),
+            "internal_error": result.internal_error or None,
             "audit": orjson.loads(outcome.audit),
         }
         click.echo(orjson.dumps(record).decode("utf-8"))
     else:
-        sys.stdout.write(result.stdout)
+        sys.stdout.write(guest_lines(result.stdout, _GUEST_OUT))
         sys.stdout.flush()
-        sys.stderr.write(result.stderr)
+        sys.stderr.write(guest_lines(result.stderr, _GUEST_ERR))
+        trusted: list[str] = []
         if result.stdout_truncated or result.stderr_truncated:
-            sys.stderr.write(messages.MSG_OUTPUT_TRUNCATED + "\n")
+            trusted.append(messages.MSG_OUTPUT_TRUNCATED)
         if result.timed_out:
-            sys.stderr.write(messages.MSG_TIMED_OUT.format(timeout_s=timeout_s) + "\n")
-        sys.stderr.write(format_table(outcome.trace))
-        sys.stderr.write(messages.MSG_AUDIT.format(audit=outcome.audit) + "\n")
+            trusted.append(messages.MSG_TIMED_OUT.format(timeout_s=timeout_s))
+        if result.internal_error:
+            trusted.append(messages.MSG_INTERNAL.format(kind=result.internal_error))
+        trusted += format_table(outcome.trace).splitlines()
+        trusted.append(messages.MSG_AUDIT.format(audit=outcome.audit))
+        sys.stderr.write("".join(_trusted(line) for line in trusted))
         sys.stderr.flush()
     sys.exit(result.exit_code)
+
+
+def _trusted(line: str) -> str:
+    return line + "\n" if line.startswith(_TRUSTED) else _TRUSTED + line + "\n"
+
+
+def guest_lines(text: str, prefix: str) -> str:
+    """Guest output for a terminal: each line prefixed, control characters escaped.
+
+    Tab and newline stay; a last line without a newline gets one, so the next trusted
+    line always starts a line of its own.
+    """
+    if not text:
+        return ""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return "".join(prefix + _escape(line) + "\n" for line in lines)
+
+
+def _escape(line: str) -> str:
+    out: list[str] = []
+    for ch in line:
+        code = ord(ch)
+        if ch == "\t" or not (
+            unicodedata.category(ch) == "Cc" or ch in _BIDI or ch in "\u2028\u2029"
+        ):
+            out.append(ch)
+        elif code < 0x100:
+            out.append(f"\\x{code:02x}")
+        else:
+            out.append(f"\\u{code:04x}")
+    return "".join(out)

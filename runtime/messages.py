@@ -39,6 +39,9 @@ MSG_NOT_AVAILABLE = "grant_profile {name} is not available to this caller"
 MSG_OUTPUT_TRUNCATED = "specgen: guest output was truncated at the sandbox's limit"
 MSG_TIMED_OUT = "specgen: the run timed out after {timeout_s:g} s"
 MSG_AUDIT = "audit: {audit}"
+MSG_INTERNAL = (
+    "specgen: the run was ended by an internal error ({kind}), exit 70; its trace and audit follow"
+)
 
 
 def reply_text(message: str) -> bytes:

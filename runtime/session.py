@@ -5,6 +5,13 @@ never import each other). The sandbox gets the guest's view of the
 grant (global name, a copy of the allow list, the preamble) and the broker as its host
 call handler; the key stays inside the broker. The broker is closed when the guest
 finishes, so nothing the guest left running can use the grant afterwards.
+
+Every run ends with its audit record, whatever happens inside: an unexpected exception
+from the sandbox (a host fault no guest should be able to cause, but one did: a clock
+overflow once ended runs whose granted POST had already reached the API) becomes a
+`RunResult` with exit `EXIT_INTERNAL` (70) and `internal_error` naming the fault's type,
+together with the broker's trace and audit line. The only exceptions these functions
+raise are `Refusal`s for bad input, before the broker exists or the guest starts.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ import httpx
 
 from runtime import sandbox
 from runtime.broker import Broker, Profile, TraceSnapshot, audit_line, check_trace_id
-from runtime.errors import GrantsError
+from runtime.errors import GrantsError, Refusal, RunInputError
 from runtime.messages import MSG_NOT_AVAILABLE
 
 #: Host calls the sandbox lets through beyond the broker's own budget, so that calls
@@ -55,7 +62,7 @@ def run_with_grant(
     """
     if trace_id is not None:
         check_trace_id(trace_id)
-    limits = (limits or sandbox.Limits()).normalised()
+    limits = _checked(limits or sandbox.Limits())
     limits = dataclasses.replace(
         limits,
         max_host_calls=max(limits.max_host_calls, profile.max_calls + _SANDBOX_CALL_HEADROOM),
@@ -66,15 +73,65 @@ def run_with_grant(
     # Taken before the sandbox starts its own clock, so no upstream call outlives the run.
     deadline = time.monotonic() + limits.timeout_s
     broker = Broker(profile, deadline=deadline, transport=transport)
+    started = time.monotonic()
     try:
         result = sandbox.run(
             code, grant=grant, handler=broker, limits=limits, memory_probe=memory_probe
         )
-    finally:
-        snapshot = broker.close()
+    except Refusal:
+        if broker.calls:
+            result = _internal(started, "EngineError")
+        else:  # the engine could not be set up: nothing ran, nothing reached the API
+            _close(broker)
+            raise
+    except Exception as exc:
+        result = _internal(started, type(exc).__name__)
+    snapshot = _close(broker)
+    # Calls the sandbox refused itself never reached the broker; they are denied too.
+    snapshot = dataclasses.replace(snapshot, denied=snapshot.denied + result.refused_calls)
     return RunOutcome(
         result=result, trace=snapshot, audit=audit_line(profile.name, snapshot, trace_id)
     )
+
+
+def _checked(limits: sandbox.Limits) -> sandbox.Limits:
+    """The caller's limits, normalised; a value no run can honour is a RunInputError."""
+    try:
+        timeout_s = float(limits.timeout_s)
+        memory_mb = limits.memory_mb
+        if isinstance(memory_mb, bool) or not isinstance(memory_mb, int):
+            raise TypeError
+    except (TypeError, ValueError):
+        raise RunInputError("limits: timeout_s must be a number, memory_mb an integer") from None
+    if timeout_s != timeout_s:
+        raise RunInputError("limits: timeout_s must be a number, memory_mb an integer")
+    if 0 < memory_mb < sandbox.MIN_MEMORY_MB:
+        raise RunInputError(
+            f"memory_mb {memory_mb} is below the engine's minimum of {sandbox.MIN_MEMORY_MB} MiB"
+        )
+    return limits.normalised()
+
+
+def _internal(started: float, kind: str) -> sandbox.RunResult:
+    """The result of a run a host fault ended outside the sandbox's own handling."""
+    return sandbox.RunResult(
+        stdout="",
+        stderr="",
+        stdout_truncated=False,
+        stderr_truncated=False,
+        exit_code=sandbox.EXIT_INTERNAL,
+        timed_out=False,
+        duration_s=time.monotonic() - started,
+        internal_error=kind,
+    )
+
+
+def _close(broker: Broker) -> TraceSnapshot:
+    """End the broker's session; its trace survives even a failure to close the client."""
+    try:
+        return broker.close()
+    except Exception:
+        return broker.trace.snapshot()
 
 
 def run_profile(

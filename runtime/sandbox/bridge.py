@@ -113,6 +113,8 @@ class Bridge:
         #: Started calls not yet handed to a worker (see `dispatch`).
         self._unsent: list[tuple[int, Callable[[], HostReply]]] = []
         self._next_id = 0
+        #: Calls refused here, before any handler saw them; the audit counts them denied.
+        self.refused = 0
 
     def _refused(self, raw: bytes) -> tuple[int, bytes] | HostRequest:
         """The sandbox's own refusal of an envelope, or the request to hand on.
@@ -121,10 +123,13 @@ class Bridge:
         """
         decoded = envelope_mod.decode(raw)
         if isinstance(decoded, envelope_mod.EnvelopeRefusal):
+            self.refused += 1
             return decoded.status, decoded.text.encode()
         if self.handler is None:
+            self.refused += 1
             return 503, (MSG_BROKER_UNAVAILABLE + "\n").encode()
         if self.calls_left <= 0:
+            self.refused += 1
             return 429, (MSG_BUDGET + "\n").encode()
         self.calls_left -= 1
         return decoded

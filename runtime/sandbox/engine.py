@@ -37,6 +37,12 @@ WASM_VERSION = "0.15.0.1"
 #: SHA-256 of qjs-wasi-reactor.wasm as shipped in the 0.15.0.1 wheel (QuickJS-NG 0.15.0).
 WASM_SHA256 = "95ca2838c79538e66ff7bbbf8585d11115f8a98794fffff701cb1f41bd5fdb0a"
 
+#: The smallest memory limit a run accepts: the module's declared minimum (19 wasm
+#: pages, relocated stack included) rounded up to whole MiB. The engine refuses to load
+#: a module needing more, so a limit at or above this always instantiates; below it is
+#: refused up front (`specgen run --memory-mb`, the session), never a wasm error.
+MIN_MEMORY_MB = 2
+
 #: Native wasm stack per call into the guest. 2 MiB is the most wasmtime accepts without
 #: raising its async stack size (which would abort the process), and the QuickJS stack
 #: allowance below must stay well under it so JS recursion hits RangeError first.
@@ -262,11 +268,27 @@ class QjsEngine:
                 )
             else:
                 self.exports[exp.name] = ExportInfo(i, (), ())
+        #: The guest memory the module needs before any JS runs (its declared minimum,
+        #: relocated stack included); a limit below it cannot even instantiate.
+        self.memory_min_bytes = _memory_min_bytes(self.module)
         linker = wasmtime.Linker(self.engine)
         wasi.define_imports(linker)
         self.pre = linker.instantiate_pre(self.module)
         self._linker = linker  # keeps the import definitions alive with the InstancePre
         self.ticker = EpochTicker(self.engine)
+
+
+def _memory_min_bytes(module: wasmtime.Module) -> int:
+    for exp in module.exports:
+        if isinstance(exp.type, wasmtime.MemoryType):
+            size = int(exp.type.limits.min) * int(exp.type.page_size)
+            if size > MIN_MEMORY_MB << 20:
+                raise EngineError(
+                    f"engine refused: the module needs {size} bytes of memory, "
+                    f"more than MIN_MEMORY_MB ({MIN_MEMORY_MB} MiB)"
+                )
+            return size
+    raise EngineError("engine refused: the module exports no memory")
 
 
 _LOCK = threading.Lock()

@@ -62,12 +62,16 @@ from runtime.sandbox.bridge import (
     Bridge,
     settle,
 )
-from runtime.sandbox.engine import EPOCH_TICK_S, JS_STACK_ALLOWANCE, get_engine
+from runtime.sandbox.engine import EPOCH_TICK_S, JS_STACK_ALLOWANCE, MIN_MEMORY_MB, get_engine
 from specgen import routes
 
 DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S = 5.0, 30.0
 DEFAULT_MEMORY_MB, MAX_MEMORY_MB = 256, 4096
 EXIT_OK, EXIT_ERROR, EXIT_TIMEOUT, EXIT_TRAP = 0, 1, 124, 134
+#: The run was ended by a fault in the host, not by the guest (EX_SOFTWARE of
+#: sysexits.h): the result keeps the output captured so far and names the fault's type
+#: in `internal_error`; the session still writes the broker's trace and audit.
+EXIT_INTERNAL = 70
 _REJECTION_PREFIX = MSG_REJECTION_PREFIX.encode()
 _UNTRACKED_REJECTION = (MSG_UNTRACKED_REJECTION + "\n").encode()
 
@@ -110,6 +114,11 @@ class RunResult:
     exit_code: int
     timed_out: bool
     duration_s: float
+    #: Host calls the sandbox refused itself before any handler saw them (envelope 400
+    #: and 413, its own 429 budget, 503 without a handler), so the audit can count them.
+    refused_calls: int = 0
+    #: The type name of the host fault that ended the run (exit EXIT_INTERNAL), else "".
+    internal_error: str = ""
 
 
 class _Exit(Exception):
@@ -337,7 +346,7 @@ def _run(
     deadline = start + limits.timeout_s
     bridge = Bridge(handler, limits.max_host_calls, deadline)
     state.extra = bridge
-    exit_code, timed_out = EXIT_OK, False
+    exit_code, timed_out, internal = EXIT_OK, False, ""
     vm: qjs_vm.Vm | None = None
     with eng.ticker.active():
         try:
@@ -376,12 +385,17 @@ def _run(
                         + "\n"
                     ).encode(),
                 )
+        except Exception as exc:  # a host fault: end the run, keep what it wrote
+            exit_code, internal = EXIT_INTERNAL, type(exc).__name__
         finally:
-            bridge.close()
-            if vm is not None:
-                if memory_probe is not None:
-                    memory_probe(state.snapshot(vm.context))
-                vm.close()
+            try:
+                bridge.close()
+                if vm is not None:
+                    if memory_probe is not None:
+                        memory_probe(state.snapshot(vm.context))
+                    vm.close()
+            except Exception as exc:
+                exit_code, internal = EXIT_INTERNAL, internal or type(exc).__name__
             bridge.vm = None
             state.extra = None
     return RunResult(
@@ -392,6 +406,8 @@ def _run(
         exit_code=exit_code,
         timed_out=timed_out,
         duration_s=time.monotonic() - start,
+        refused_calls=bridge.refused,
+        internal_error=internal,
     )
 
 
@@ -399,11 +415,13 @@ __all__ = [
     "DEFAULT_MEMORY_MB",
     "DEFAULT_TIMEOUT_S",
     "EXIT_ERROR",
+    "EXIT_INTERNAL",
     "EXIT_OK",
     "EXIT_TIMEOUT",
     "EXIT_TRAP",
     "MAX_MEMORY_MB",
     "MAX_TIMEOUT_S",
+    "MIN_MEMORY_MB",
     "GuestGrant",
     "Limits",
     "RunResult",

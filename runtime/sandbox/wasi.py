@@ -38,6 +38,11 @@ _STDIO_RIGHTS = 0x1FFFFFFF & ~(_RIGHT_SEEK | _RIGHT_TELL)
 #: The fixed clock's wall time: 2026-01-01T00:00:00Z, so reproducible runs see a
 #: plausible date and Math.random (seeded from the clock) is deterministic.
 FIXED_EPOCH_NS = 1_767_225_600 * 1_000_000_000
+#: The largest timestamp WASI can carry (a u64 of nanoseconds, about 584 years). The
+#: guest's clock saturates here: a guest that sleeps past it (os.sleep(1.7e13) twice, or
+#: thousands of long timers) sees time stand still instead of crashing the host with a
+#: `struct.pack` overflow after its granted calls already reached the API.
+MAX_TIMESTAMP_NS = (1 << 64) - 1
 
 
 class ProcExit(Exception):
@@ -105,16 +110,18 @@ class WasiState:
         buf += data
 
     def now_ns(self, clock_id: int) -> int:
+        """The guest's clock, saturated at MAX_TIMESTAMP_NS so it always fits a u64."""
         if self.fixed_clock:
             base = FIXED_EPOCH_NS if clock_id == 0 else 0
-            return base + self.virtual_ns
-        if clock_id == 0:
-            return time.time_ns() + self.virtual_ns
-        return time.monotonic_ns() - self.mono_base + self.virtual_ns
+        elif clock_id == 0:
+            base = time.time_ns()
+        else:
+            base = time.monotonic_ns() - self.mono_base
+        return min(MAX_TIMESTAMP_NS, base + self.virtual_ns)
 
     def sleep(self, ns: int) -> None:
-        """Sleeps never block: they move the guest's clock forward."""
-        self.virtual_ns += max(0, ns)
+        """Sleeps never block: they move the guest's clock forward (never past a u64)."""
+        self.virtual_ns = min(MAX_TIMESTAMP_NS, self.virtual_ns + max(0, ns))
 
 
 _RUNS: dict[int, WasiState] = {}

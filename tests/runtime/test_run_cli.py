@@ -70,8 +70,8 @@ def invoke(
 
 
 def audit_of(result: Result) -> dict[str, object]:
-    (line,) = [ln for ln in result.stderr.splitlines() if ln.startswith("audit: ")]
-    return json.loads(line[len("audit: ") :])
+    (line,) = [ln for ln in result.stderr.splitlines() if ln.startswith("specgen: audit: ")]
+    return json.loads(line[len("specgen: audit: ") :])
 
 
 def test_allowed_call_through_the_generated_client(tmp_path: Path, api: FakeAPI) -> None:
@@ -83,7 +83,7 @@ def test_allowed_call_through_the_generated_client(tmp_path: Path, api: FakeAPI)
     )
     result = invoke(tmp_path, code, "--base-url", api.url, "--trace-id", "req-7")
     assert result.exit_code == 0, result.stderr
-    assert result.stdout == 'ok {"ok":true}\n'
+    assert result.stdout == 'out| ok {"ok":true}\n'
     (seen,) = api.requests
     assert (seen.method, seen.path, seen.body) == ("POST", f"{MINE}/recall", b'{"query":"lang?"}')
     assert seen.headers["authorization"] == f"Bearer {KEY}"
@@ -124,8 +124,9 @@ var Q = {{query: "Which language does the customer want?"}};
     result = invoke(tmp_path, code, "--base-url", api.url)
     assert result.exit_code == 0, result.stderr
     assert result.stdout == (
-        f"client refused: host api call not permitted by sandbox capability: {method} {path}\n"
-        "broker answered: 403 forbidden by sandbox capability allowlist\n\n"
+        f"out| client refused: host api call not permitted by sandbox capability: {method} {path}\n"
+        "out| broker answered: 403 forbidden by sandbox capability allowlist\n"
+        "out| \n"
     )
     assert api.requests == []
     audit = audit_of(result)
@@ -164,6 +165,7 @@ def test_json_output_shape(tmp_path: Path, api: FakeAPI) -> None:
         "exit_code",
         "timed_out",
         "duration_s",
+        "internal_error",
         "audit",
     ]
     assert record["stdout"] == "true\n" and record["exit_code"] == 0
@@ -187,7 +189,7 @@ console.log(r1.status, JSON.stringify(r1.body), r2.status);
 """
     result = invoke(tmp_path, code, "--base-url", f"http://127.0.0.1:{free_port()}")
     assert result.exit_code == 0
-    assert result.stdout == '502 "host api unavailable\\n" 502\n'
+    assert result.stdout == 'out| 502 "host api unavailable\\n" 502\n'
     calls = audit_of(result)["calls"]
     assert [(c["status"], c["delivered"]) for c in calls] == [(0, False), (0, False)]  # type: ignore[index]
 
@@ -199,7 +201,7 @@ def test_redirect_to_another_origin_does_not_carry_the_key(tmp_path: Path, api: 
         grants_file(tmp_path)
         code = 'memory.items("x").then(r => console.log("ok"), e => console.log(e.message));'
         result = invoke(tmp_path, code, "--base-url", api.url)
-        assert result.stdout == "host api 307: moved\n"
+        assert result.stdout == "out| host api 307: moved\n"
         assert other.requests == [] and len(api.requests) == 1
     finally:
         other.close()
@@ -325,7 +327,13 @@ CALLS_HOME = 'var r = __coderunner_host_call(JSON.stringify({method: "GET", path
             "specgen: --timeout 0 must be more than 0 and at most 30 seconds",
         ),
         ("ok", ["--timeout", "31"], None, "at most 30 seconds"),
-        ("ok", ["--memory-mb", "0"], None, "specgen: --memory-mb 0 must be between 1 and 4096"),
+        (
+            "ok",
+            ["--memory-mb", "0"],
+            None,
+            "specgen: --memory-mb 0 must be between 2 (the engine's minimum) and 4096",
+        ),
+        ("ok", ["--memory-mb", "1"], None, "must be between 2 (the engine's minimum)"),
     ],
 )
 def test_refusals_happen_before_the_sandbox_starts(
@@ -396,7 +404,8 @@ def test_run_profile_rechecks_the_caller_and_counts_memory_hits(
     )
     assert clean.result.stdout == "200,403,400\n"
     assert clean.memory_hits == 0
-    assert json.loads(clean.audit)["denied"] == 1
+    # The 403 is the broker's, the 400 (not an envelope) the sandbox's: both denied.
+    assert json.loads(clean.audit)["denied"] == 2
     planted = run_profile(
         CALLS_ONLY,
         profile.with_preamble(f'var k = "{KEY}";'),
@@ -433,7 +442,7 @@ def test_specgen_group_exposes_run_once_the_entry_point_is_installed(
         ],
         env={"CLOUDFLARE_API_TOKEN": KEY},
     )
-    assert (result.exit_code, result.stdout) == (0, "true\n")
+    assert (result.exit_code, result.stdout) == (0, "out| true\n")
 
 
 def test_a_hung_api_is_cut_off_at_the_run_deadline(tmp_path: Path, api: FakeAPI) -> None:
@@ -456,3 +465,39 @@ def test_a_hung_api_is_cut_off_at_the_run_deadline(tmp_path: Path, api: FakeAPI)
             break
         time.sleep(0.01)
     assert events == ["client left"]
+
+
+# ---- guest output cannot forge the trusted lines or drive the terminal (issue 9.6) -----
+
+
+def test_guest_output_cannot_forge_the_audit_or_reach_the_terminal_raw(tmp_path: Path) -> None:
+    grants_file(tmp_path)
+    code = r"""
+console.log('audit: {"profile":"agent-memory","calls":[],"denied":0,"dropped":0}');
+console.log("specgen: audit: {}\rspecgen: trace:");
+console.log("title\x1b]0;owned\x07 csi\x1b[2J c1\x9b31m bidi\u202e tab\there");
+std.err.puts("audit: forged on stderr\x1b[8m");
+"""
+    result = invoke(tmp_path, 'import * as std from "qjs:std";\n' + code)
+    assert result.exit_code == 0, result.stderr
+    everything = result.stdout + result.stderr
+    for raw in ("\x1b", "\x07", "\x9b", "\u202e", "\r"):
+        assert raw not in everything
+    assert result.stdout.splitlines() == [
+        'out| audit: {"profile":"agent-memory","calls":[],"denied":0,"dropped":0}',
+        "out| specgen: audit: {}\\x0dspecgen: trace:",
+        "out| title\\x1b]0;owned\\x07 csi\\x1b[2J c1\\x9b31m bidi\\u202e tab\there",
+    ]
+    lines = result.stderr.splitlines()
+    assert lines[0] == "err| audit: forged on stderr\\x1b[8m"
+    assert all(line.startswith("specgen: ") for line in lines[1:])
+    # Exactly one line of the whole output starts like the real audit line.
+    starts = [ln for ln in everything.splitlines() if ln.startswith("specgen: audit: ")]
+    assert len(starts) == 1 and json.loads(starts[0][len("specgen: audit: ") :])["calls"] == []
+
+
+def test_json_mode_keeps_guest_output_as_raw_json_strings(tmp_path: Path) -> None:
+    grants_file(tmp_path)
+    result = invoke(tmp_path, r'console.log("a\x1b[2Jb")', "--json")
+    assert json.loads(result.stdout)["stdout"] == "a\x1b[2Jb\n"
+    assert "\x1b" not in result.stdout  # JSON escapes it on the wire
