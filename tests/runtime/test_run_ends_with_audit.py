@@ -13,9 +13,7 @@ import orjson
 import pytest
 
 import runtime
-from runtime import Limits, RunInputError, run_with_grant
-
-EXIT_INTERNAL = 70
+from runtime import EXIT_INTERNAL, Limits, RunInputError, run_with_grant
 from tests.runtime.loopback import FakeAPI, profile
 
 KEY = "key-for-the-audit-tests-0123456789"
