@@ -10,6 +10,10 @@ Calls may be in flight together (the sandbox fans a guest's `Promise.all` out), 
 `seq` is reserved when the broker admits the call, in the order the guest made its calls,
 and the snapshot lists rows by `seq`: what a trace records does not depend on which
 upstream answered first. Each row keeps its own latency.
+
+Rows stop at MAX_ROWS so an audit line stays bounded, but no call that reached the API
+goes unaccounted: a counter per (method, allow entry) keeps counting past the cap (its
+size is bounded by the grant's allow list, not by the guest).
 """
 
 from __future__ import annotations
@@ -45,18 +49,31 @@ class TraceRow:
 
 
 @dataclass(frozen=True, slots=True)
+class RouteCount:
+    """Every call sent upstream for one (method, allow entry), rows kept or not."""
+
+    method: str
+    route: str
+    calls: int
+    delivered: int
+
+
+@dataclass(frozen=True, slots=True)
 class TraceSnapshot:
     """What a run's trace holds when the run ends."""
 
     rows: tuple[TraceRow, ...]
     denied: int
     dropped: int
+    #: One entry per (method, route) that reached the API, sorted; beyond the row cap too.
+    routes: tuple[RouteCount, ...] = ()
 
     def to_dict(self) -> dict[str, object]:
         return {
             "calls": [asdict(r) for r in self.rows],
             "denied": self.denied,
             "dropped": self.dropped,
+            "routes": [asdict(c) for c in self.routes],
         }
 
 
@@ -69,6 +86,7 @@ class CallTrace:
         self._seq = 0
         self._denied = 0
         self._dropped = 0
+        self._counts: dict[tuple[str, str], list[int]] = {}
 
     def deny(self) -> None:
         with self._lock:
@@ -101,6 +119,9 @@ class CallTrace:
             if seq is None:
                 self._seq += 1
                 seq = self._seq
+            count = self._counts.setdefault((route.method.upper(), route.path), [0, 0])
+            count[0] += 1
+            count[1] += 1 if delivered else 0
             if seq > MAX_ROWS:
                 self._dropped += 1
                 return
@@ -120,7 +141,13 @@ class CallTrace:
     def snapshot(self) -> TraceSnapshot:
         with self._lock:
             rows = tuple(sorted(self._rows, key=lambda row: row.seq))
-            return TraceSnapshot(rows, self._denied, self._dropped)
+            routes = tuple(
+                RouteCount(method, route, calls, delivered)
+                for (method, route), (calls, delivered) in sorted(
+                    self._counts.items(), key=lambda kv: (kv[0][1], kv[0][0])
+                )
+            )
+            return TraceSnapshot(rows, self._denied, self._dropped, routes)
 
 
 def check_trace_id(trace_id: str) -> str:
@@ -138,7 +165,8 @@ def audit_line(profile: str, snapshot: TraceSnapshot, trace_id: str | None = Non
     """The run's one audit record: a single line of JSON, keys in a fixed order.
 
     Fields: `profile`, `trace_id` (only when the caller gave one), `calls` (the rows),
-    `denied`, `dropped`. Nothing else exists to be filled in.
+    `denied`, `dropped`, `routes` (every call sent upstream, counted per method and
+    allow entry, past the row cap too). Nothing else exists to be filled in.
     """
     record: dict[str, object] = {"profile": profile}
     if trace_id is not None:
@@ -173,4 +201,8 @@ def format_table(snapshot: TraceSnapshot) -> str:
     else:
         lines.append("  no call recorded")
     lines.append(f"  denied {snapshot.denied}, dropped {snapshot.dropped}")
+    if snapshot.dropped:
+        lines.append("  every call sent, by route (rows past the cap included):")
+        for c in snapshot.routes:
+            lines.append(f"    {c.method} {c.route}: {c.calls} sent, {c.delivered} delivered")
     return "\n".join(lines) + "\n"

@@ -169,7 +169,7 @@ def test_json_output_shape(tmp_path: Path, api: FakeAPI) -> None:
         "audit",
     ]
     assert record["stdout"] == "true\n" and record["exit_code"] == 0
-    assert list(record["audit"]) == ["profile", "calls", "denied", "dropped"]
+    assert list(record["audit"]) == ["profile", "calls", "denied", "dropped", "routes"]
     assert result.stderr == ""
 
 

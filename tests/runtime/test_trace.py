@@ -11,6 +11,7 @@ import respx
 from runtime import Broker, HostRequest, Profile, Secret, TraceIdError, audit_line, format_table
 from runtime.broker.trace import MAX_ROWS, CallTrace
 from specgen.routes import Route, parse_route_line
+from tests.runtime.loopback import FakeAPI
 
 KEY = "audit-key-91c2"
 
@@ -30,6 +31,27 @@ def test_cap_is_256_rows_and_the_rest_are_counted_dropped() -> None:
     assert len(snap.rows) == MAX_ROWS == 256
     assert snap.dropped == 3
     assert [r.seq for r in snap.rows] == list(range(1, 257))
+
+
+def test_calls_past_the_row_cap_are_still_accounted_by_method_and_route(api: FakeAPI) -> None:
+    """Found: 256 reads then a DELETE showed 256 GETs and `dropped: 1`; the DELETE that
+    reached the API was nowhere in the audit."""
+    from runtime import Limits, run_with_grant
+    from tests.runtime.loopback import profile
+
+    grant = profile(api.url, KEY, ("GET /a/*", "DELETE /a/*"), max_calls=300)
+    code = 'for (let i = 0; i < 256; i++) await host.get("/a/" + i); await host.del("/a/x");'
+    outcome = run_with_grant(code, grant, limits=Limits(timeout_s=20))
+    assert outcome.result.exit_code == 0, outcome.result.stderr
+    assert len(api.requests) == 257
+    record = json.loads(outcome.audit)
+    assert len(record["calls"]) == MAX_ROWS and record["dropped"] == 1
+    assert record["routes"] == [
+        {"method": "DELETE", "route": "/a/*", "calls": 1, "delivered": 1},
+        {"method": "GET", "route": "/a/*", "calls": 256, "delivered": 256},
+    ]
+    table = format_table(outcome.trace)
+    assert "DELETE /a/*: 1 sent, 1 delivered" in table
 
 
 def test_undelivered_rows_report_no_bytes_back() -> None:
@@ -79,7 +101,7 @@ def test_audit_line_has_only_profile_trace_id_rows_and_counters() -> None:
     line = audit_line("agent-memory", trace.snapshot(), trace_id="req-42:abc")
     assert "\n" not in line
     record = json.loads(line)
-    assert list(record) == ["profile", "trace_id", "calls", "denied", "dropped"]
+    assert list(record) == ["profile", "trace_id", "calls", "denied", "dropped", "routes"]
     assert record["profile"] == "agent-memory"
     assert record["trace_id"] == "req-42:abc"
     assert record["denied"] == 1 and record["dropped"] == 0
@@ -89,6 +111,7 @@ def test_audit_line_has_only_profile_trace_id_rows_and_counters() -> None:
         "calls",
         "denied",
         "dropped",
+        "routes",
     ]
 
 
