@@ -10,10 +10,10 @@ line in `credential_for`, with no change to the policy, the upstream or the sand
 
 from __future__ import annotations
 
-import json
 from typing import Protocol
 
 from runtime.broker.grants import Profile, Secret
+from runtime.broker.reflection import Reflection
 
 
 class Credential(Protocol):
@@ -54,15 +54,13 @@ def credential_for(profile: Profile) -> Credential | None:
 
 
 def reflects(body: bytes, credential: Credential | None) -> bool:
-    """Does `body` hold a secret as sent, or as a JSON string would escape it?"""
+    """Does `body` hold a secret, verbatim, encoded or in long pieces? (reflection.py)
+
+    Builds the needles on every call; the broker's policy keeps one `Reflection`.
+    """
     if credential is None:
         return False
-    for key in credential.secrets():
-        escaped = json.dumps(key)[1:-1]
-        forms = {key, escaped, escaped.replace("/", "\\/")}
-        if any(form.encode("utf-8") in body for form in forms):
-            return True
-    return False
+    return Reflection(credential.secrets()).found(body)
 
 
 __all__ = ["Bearer", "Credential", "credential_for", "reflects"]

@@ -16,8 +16,8 @@ reach the API; sending and reading the reply is `upstream.py`'s.
 The key is revealed only by the credential, after approval. No reply to the guest, trace
 row or error text is derived from it, and no exception text from the HTTP stack (which
 could name the URL) is ever shown to the guest. An upstream reply that carries the key
-back verbatim (an echo endpoint, a debug page reflecting the Authorization header) is
-not delivered: the guest gets 502 instead.
+back (an echo endpoint, a debug page reflecting the Authorization header), verbatim,
+encoded or in long pieces (`reflection.py`), is not delivered: the guest gets 502.
 """
 
 from __future__ import annotations
@@ -250,7 +250,7 @@ class Broker:
         )
 
     def _reflects_key(self, body: bytes) -> bool:
-        """Does the reply hold the key as sent, or as a JSON string would escape it?"""
+        """Does the reply hold the key, verbatim, encoded or in pieces (reflection.py)?"""
         return self._policy.reflects_key(body)
 
     # -- time -------------------------------------------------------------------------

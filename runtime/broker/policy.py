@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import httpx
 
-from runtime.broker.credentials import Credential, credential_for, reflects
+from runtime.broker.credentials import Credential, credential_for
 from runtime.broker.grants import Profile
+from runtime.broker.reflection import Reflection
 from specgen.routes import METHODS, Route, first_match
 
 
@@ -25,6 +26,8 @@ class Policy:
         self._allow: tuple[Route, ...] = profile.allow
         self._origin = httpx.URL(profile.base_url)
         self._credential: Credential | None = credential_for(profile)
+        # The needles are built once per broker, not per reply.
+        self._reflection = Reflection(self._credential.secrets() if self._credential else ())
 
     def approve(self, method: object, path: object) -> Route | None:
         """The allow entry admitting this call, or None to refuse it.
@@ -74,8 +77,8 @@ class Policy:
         return headers
 
     def reflects_key(self, body: bytes) -> bool:
-        """Does the reply hold the key as sent, or as a JSON string would escape it?"""
-        return reflects(body, self._credential)
+        """Does the reply hold the key, verbatim, encoded or in pieces (reflection.py)?"""
+        return self._reflection.found(body)
 
 
 __all__ = ["Policy"]
