@@ -85,7 +85,8 @@ def _refusals(func: F) -> F:
 @click.option(
     "--base-url",
     default=None,
-    help="Send the grant's calls to this origin instead (e.g. a loopback fake).",
+    help="Send the grant's calls to this origin instead (e.g. a loopback fake); it must be"
+    " the profile's base_url or listed in its base_url_overrides.",
 )
 @click.option(
     "--trace-id", default=None, help="The caller's own id for this run, written on the audit line."

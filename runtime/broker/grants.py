@@ -55,8 +55,11 @@ _PROFILE_FIELDS = frozenset(
         "preamble_file",
         "health_check",
         "max_calls",
+        "base_url_overrides",
     }
 )
+#: The port of an override entry that admits any port; loopback hosts only.
+_ANY_PORT = "*"
 _TOKEN_FIELDS = frozenset({"type", "env"})
 
 
@@ -110,6 +113,9 @@ class Profile:
     max_calls: int = DEFAULT_MAX_CALLS
     token_env: str | None = None
     token: Secret | None = field(default=None, repr=False, compare=False)
+    #: Origins `--base-url` may aim this grant at instead of base_url (the operator's
+    #: own list; `http://127.0.0.1:*` admits any port of a loopback host).
+    base_url_overrides: tuple[str, ...] = ()
 
     def allows(self, caller: str) -> bool:
         """May `caller` run with this profile? `*` in the list admits any caller id."""
@@ -120,12 +126,20 @@ class Profile:
     def with_base_url(self, base_url: str) -> Profile:
         """The same grant aimed at another origin (the example's loopback fake).
 
-        The override passes the same origin rules as the file's value, so a run cannot
-        use it to send the key over plain http to a remote host.
+        The key goes wherever the grant points, so the override must be an origin the
+        operator listed in the profile's `base_url_overrides` (or base_url itself), and
+        it passes the same origin rules as the file's value.
         """
         err = base_url_error(base_url)
         if err is not None:
             raise GrantsError(f"--base-url: {err}")
+        if _origin(base_url) != _origin(self.base_url) and not any(
+            _admits(entry, base_url) for entry in self.base_url_overrides
+        ):
+            raise GrantsError(
+                f"--base-url: {_quote(base_url)} is not in the base_url_overrides of "
+                f"profile {_quote(self.name)}"
+            )
         return replace(self, base_url=base_url)
 
     def with_preamble(self, preamble: str) -> Profile:
@@ -255,6 +269,7 @@ def _build_profile(name: str, body: Any, base_dir: Path, env: Mapping[str, str])
     preamble = _preamble(body, base_dir)
     token_env, token = _token(body, env)
     health = _health_check(body)
+    overrides = _overrides(body)
     base_url = _string(body, "base_url")
     global_name = _string(body, "global") or "host"
     max_calls = body.get("max_calls", 0)
@@ -289,7 +304,47 @@ def _build_profile(name: str, body: Any, base_dir: Path, env: Mapping[str, str])
         max_calls=max_calls or DEFAULT_MAX_CALLS,
         token_env=token_env,
         token=token,
+        base_url_overrides=overrides,
     )
+
+
+def _overrides(body: dict[str, Any]) -> tuple[str, ...]:
+    """The profile's base_url_overrides: each an origin like base_url, or a loopback
+    origin with port `*` (the example's fake listens on an ephemeral port)."""
+    out: list[str] = []
+    for entry in _string_list(body, "base_url_overrides"):
+        concrete, any_port = entry, entry.endswith(":" + _ANY_PORT)
+        if any_port:
+            concrete = entry[: -len(_ANY_PORT)] + "1"
+        err = base_url_error(concrete)
+        if err is not None:
+            raise _ProfileFault(f"base_url_overrides {_quote(entry)}: {err.split(': ', 1)[1]}")
+        if any_port and not _is_loopback(urlsplit(concrete).hostname or ""):
+            raise _ProfileFault(
+                f"base_url_overrides {_quote(entry)}: port {_ANY_PORT} is allowed only "
+                "for a loopback host"
+            )
+        if entry in out:
+            raise _ProfileFault(f"base_url_overrides contains duplicate {_quote(entry)}")
+        out.append(entry)
+    return tuple(out)
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    """(scheme, host, port) with defaults filled in, for comparing origins."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    port = parts.port or {"http": 80, "https": 443}.get(scheme)
+    return scheme, (parts.hostname or "").lower(), port
+
+
+def _admits(entry: str, url: str) -> bool:
+    """Does the override entry (an origin, or a loopback origin with port `*`) admit url?"""
+    if entry.endswith(":" + _ANY_PORT):
+        scheme, host, _ = _origin(entry[: -len(_ANY_PORT)] + "1")
+        want_scheme, want_host, _ = _origin(url)
+        return (scheme, host) == (want_scheme, want_host)
+    return _origin(entry) == _origin(url)
 
 
 def _check_name(name: str) -> None:

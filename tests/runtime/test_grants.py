@@ -387,7 +387,10 @@ def test_star_admits_any_caller(tmp_path: Path) -> None:
 
 
 def test_base_url_override(tmp_path: Path) -> None:
-    profile = load(write(tmp_path, {"p": minimal()}), environ={}).profiles[0]
+    overrides = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+    profile = load(
+        write(tmp_path, {"p": minimal(base_url_overrides=overrides)}), environ={}
+    ).profiles[0]
     assert profile.with_base_url("http://127.0.0.1:8080").base_url == "http://127.0.0.1:8080"
     assert profile.with_base_url("http://localhost:1").base_url == "http://localhost:1"
     assert profile.with_base_url("http://[::1]:1").base_url == "http://[::1]:1"
@@ -400,6 +403,56 @@ def test_base_url_override(tmp_path: Path) -> None:
             profile.with_base_url(bad)
         assert str(info.value) == f"--base-url: host-api grant: {text}" or text in str(info.value)
     assert profile.base_url == "https://api.internal"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "url"),
+    [
+        ([], "https://attacker.example"),
+        ([], "http://127.0.0.1:9"),  # before: any loopback port of any profile
+        (["https://mirror.example"], "https://attacker.example"),
+        (["https://mirror.example"], "https://mirror.example:8443"),
+        (["http://127.0.0.1:*"], "https://127.0.0.1:8443"),  # scheme differs
+        (["http://127.0.0.1:*"], "http://localhost:8080"),  # host differs
+    ],
+)
+def test_base_url_override_must_be_listed_by_the_operator(
+    tmp_path: Path, overrides: list[str], url: str
+) -> None:
+    """Found: --base-url sent the key to any https origin or any loopback port."""
+    profile = load(
+        write(tmp_path, {"p": minimal(base_url_overrides=overrides)}), environ={}
+    ).profiles[0]
+    with pytest.raises(GrantsError) as info:
+        profile.with_base_url(url)
+    assert str(info.value) == (
+        f'--base-url: "{url}" is not in the base_url_overrides of profile "p"'
+    )
+
+
+def test_listed_overrides_and_the_own_origin_are_admitted(tmp_path: Path) -> None:
+    overrides = ["https://mirror.example", "http://127.0.0.1:*"]
+    profile = load(
+        write(tmp_path, {"p": minimal(base_url_overrides=overrides)}), environ={}
+    ).profiles[0]
+    assert profile.base_url_overrides == tuple(overrides)
+    for url in ["https://MIRROR.example:443", "http://127.0.0.1:1", "https://api.internal"]:
+        assert profile.with_base_url(url).base_url == url
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ("https://evil.example:*", "port * is allowed only for a loopback host"),
+        ("http://example.com", "non-loopback BaseURL must use https"),
+        ("https://mirror.example/v1", "must be an origin only"),
+        ("ftp://mirror.example", "scheme must be http or https"),
+    ],
+)
+def test_bad_overrides_are_refused_at_load(tmp_path: Path, entry: str, message: str) -> None:
+    text = refused(tmp_path, minimal(base_url_overrides=[entry]), env={})
+    assert text.startswith(f'grants: profile "p": base_url_overrides "{entry}": ')
+    assert message in text
 
 
 def test_profile_is_a_plain_value() -> None:

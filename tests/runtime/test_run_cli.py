@@ -30,6 +30,7 @@ PREAMBLE = """;(function () {
 def grants_file(tmp_path: Path, preamble: str = PREAMBLE, **extra: object) -> Path:
     profile = {
         "base_url": "https://api.cloudflare.com",
+        "base_url_overrides": ["http://127.0.0.1:*"],
         "global": "memory",
         "allowed_callers": ["support-agent"],
         "token": {"type": "static", "env": "CLOUDFLARE_API_TOKEN"},
