@@ -16,6 +16,13 @@ MSG_BUDGET = "host api call budget for this run is exhausted"
 MSG_FORBIDDEN = "forbidden by sandbox capability allowlist"
 MSG_TOO_LARGE = "host api request body too large"
 MSG_UPSTREAM = "host api unavailable"
+# -- why an upstream call gave nothing (runtime.broker.upstream.Failure), to the guest ---
+MSG_UPSTREAM_UNREACHABLE = "host api unreachable"
+MSG_UPSTREAM_TIMEOUT = "host api timed out"
+MSG_UPSTREAM_TLS = "host api TLS handshake failed"
+MSG_UPSTREAM_TOO_LARGE = "host api response too large (over 4 MiB)"
+MSG_UPSTREAM_BAD_RESPONSE = "host api response malformed"
+# (a reply that carried the key back gets MSG_UPSTREAM: no oracle for the check)
 
 # -- host-call refusals the sandbox makes before any handler sees the call ---------------
 MSG_BROKER_UNAVAILABLE = "host api broker unavailable"

@@ -35,7 +35,7 @@ from runtime.broker.grants import Profile
 from runtime.broker.policy import Policy
 from runtime.broker.trace import CallTrace, TraceSnapshot
 from runtime.broker.transport import DeadlineTransport
-from runtime.broker.upstream import MAX_RESPONSE_BODY, Fault, Upstream
+from runtime.broker.upstream import MAX_RESPONSE_BODY, Failure, Fault, Upstream
 from runtime.contract import HostReply, HostRequest
 from runtime.messages import (
     MSG_BUDGET,
@@ -44,6 +44,11 @@ from runtime.messages import (
     MSG_FORBIDDEN,
     MSG_TOO_LARGE,
     MSG_UPSTREAM,
+    MSG_UPSTREAM_BAD_RESPONSE,
+    MSG_UPSTREAM_TIMEOUT,
+    MSG_UPSTREAM_TLS,
+    MSG_UPSTREAM_TOO_LARGE,
+    MSG_UPSTREAM_UNREACHABLE,
     reply_text,
 )
 from specgen.routes import Route
@@ -60,6 +65,18 @@ END_GRACE_S = 2.0
 _SLOT_POLL_S = 0.01
 
 _TEXT = "text/plain; charset=utf-8"
+
+#: What the guest gets for each failure: a status and a short fixed text (issue 12.5).
+#: A reflected key gets the generic text, so the guest learns nothing about the check.
+FAILURE_REPLIES: dict[Failure, tuple[int, str]] = {
+    Failure.UNREACHABLE: (502, MSG_UPSTREAM_UNREACHABLE),
+    Failure.TIMEOUT: (504, MSG_UPSTREAM_TIMEOUT),
+    Failure.TLS: (502, MSG_UPSTREAM_TLS),
+    Failure.TOO_LARGE: (502, MSG_UPSTREAM_TOO_LARGE),
+    Failure.BAD_RESPONSE: (502, MSG_UPSTREAM_BAD_RESPONSE),
+    Failure.KEY_REFLECTED: (502, MSG_UPSTREAM),
+    Failure.CANCELLED: (503, MSG_ENDED),
+}
 
 
 def refusal(status: int, message: str) -> HostReply:
@@ -207,12 +224,15 @@ class Broker:
             return self._cancel(call)
         started = time.monotonic()
         up: Upstream | None
+        failure: Failure | None = None
         try:
             up = upstream.send(self._client, call.request, self._call_timeout())
             status = up.status
         except Fault as fault:
-            up, status = None, fault.status
-        delivered = up is not None and not self._reflects_key(up.body)
+            up, status, failure = None, fault.status, fault.reason
+        if up is not None and self._reflects_key(up.body):
+            failure = Failure.KEY_REFLECTED
+        delivered = up is not None and failure is None
         if self._close_out(call):
             self.trace.record(
                 call.route,
@@ -222,9 +242,11 @@ class Broker:
                 bytes_sent=call.bytes_sent,
                 bytes_back=len(up.body) if up is not None and delivered else 0,
                 latency_s=time.monotonic() - started,
+                failure=failure,
             )
-        if up is None or not delivered:
-            return refusal(502, MSG_UPSTREAM)
+        if up is None or failure is not None:
+            status, text = FAILURE_REPLIES[failure or Failure.BAD_RESPONSE]
+            return refusal(status, text)
         return HostReply(status=up.status, body=up.body, content_type=up.content_type)
 
     def _close_out(self, call: _Admitted) -> bool:
@@ -247,6 +269,7 @@ class Broker:
             bytes_sent=0,
             bytes_back=0,
             latency_s=time.monotonic() - call.since,
+            failure=Failure.CANCELLED,
         )
 
     def _reflects_key(self, body: bytes) -> bool:
@@ -311,6 +334,7 @@ class Broker:
 
 __all__ = [
     "END_GRACE_S",
+    "FAILURE_REPLIES",
     "MAX_IN_FLIGHT",
     "MAX_REQUEST_BODY",
     "MAX_RESPONSE_BODY",

@@ -46,6 +46,9 @@ class TraceRow:
     bytes_sent: int
     bytes_back: int
     latency_ms: float
+    #: Why nothing was delivered (runtime.broker.upstream.Failure's value), else None.
+    #: An enum value only, never a URL or an exception's text.
+    failure: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +111,7 @@ class CallTrace:
         bytes_back: int,
         latency_s: float,
         seq: int | None = None,
+        failure: str | None = None,
     ) -> None:
         """Add a row for a call that went upstream; only the matched template is kept.
 
@@ -135,6 +139,7 @@ class CallTrace:
                     bytes_sent=bytes_sent,
                     bytes_back=bytes_back if delivered else 0,
                     latency_ms=round(latency_s * 1000.0, 3),
+                    failure=str(failure) if failure is not None else None,
                 )
             )
 
@@ -179,7 +184,7 @@ def format_table(snapshot: TraceSnapshot) -> str:
     """The trace as the text table `specgen run` prints on stderr."""
     lines = ["trace:"]
     if snapshot.rows:
-        header = ("#", "method", "route", "status", "delivered", "sent", "back", "ms")
+        header = ("#", "method", "route", "status", "delivered", "sent", "back", "ms", "failure")
         body = [
             (
                 str(r.seq),
@@ -190,6 +195,7 @@ def format_table(snapshot: TraceSnapshot) -> str:
                 str(r.bytes_sent),
                 str(r.bytes_back),
                 f"{r.latency_ms:.1f}",
+                r.failure or "",
             )
             for r in snapshot.rows
         ]

@@ -5,15 +5,23 @@ the grant's rules; it is handed a request the policy built and returns either an
 `Upstream` (status, body, sanitised content type) or raises `Fault`. No exception text
 from the HTTP stack (which could name the URL) ever leaves it, a body is read as it
 streams and never past the cap, and a compressed or oddly framed reply is a fault.
+
+A fault carries a `Failure`, one of a fixed set of reasons, so the guest (a status and
+a short fixed text) and the operator (the trace row's `failure`) can tell an unreachable
+API from a slow one, a TLS failure or a reply over the size cap. The reason is decided
+from exception types only, never from their text.
 """
 
 from __future__ import annotations
 
 import contextlib
+import enum
 import http.cookiejar
+import ssl
 import time
 from dataclasses import dataclass
 
+import httpcore
 import httpx
 
 from runtime.broker.transport import DeadlineTransport, call_deadline
@@ -33,12 +41,54 @@ class Upstream:
     content_type: str
 
 
+class Failure(enum.StrEnum):
+    """Why an upstream call gave the guest nothing (documented in docs/upstream-failures.md)."""
+
+    #: No connection: refused, no route, name not resolved.
+    UNREACHABLE = "unreachable"
+    #: Connecting, sending or reading passed the call's deadline.
+    TIMEOUT = "timeout"
+    #: The TLS handshake failed (certificate, protocol).
+    TLS = "tls"
+    #: The reply body is over MAX_RESPONSE_BODY (declared or read).
+    TOO_LARGE = "too_large"
+    #: The reply is not one the broker forwards: bad framing, compression, a status
+    #: outside 100-599, the connection dropped mid-reply.
+    BAD_RESPONSE = "bad_response"
+    #: The reply carried the key back (runtime/broker/reflection.py); withheld.
+    KEY_REFLECTED = "key_reflected"
+    #: The run ended (deadline, throw, exit) while the call was admitted or on the wire;
+    #: the broker aborted it and records it with this reason.
+    CANCELLED = "cancelled"
+
+
 class Fault(Exception):
     """The upstream call failed; `status` is the upstream status if one arrived, else 0."""
 
-    def __init__(self, status: int = 0) -> None:
+    def __init__(self, status: int = 0, reason: Failure = Failure.BAD_RESPONSE) -> None:
         super().__init__(status)
         self.status = status
+        self.reason = reason
+
+
+def classify(exc: BaseException) -> Failure:
+    """The reason for an exception from the HTTP stack, by type (its text is never read)."""
+    seen: set[int] = set()
+    chain: list[BaseException] = []
+    node: BaseException | None = exc
+    while node is not None and id(node) not in seen and len(chain) < 16:
+        seen.add(id(node))
+        chain.append(node)
+        node = node.__cause__ or node.__context__
+    if any(isinstance(e, ssl.SSLError | ssl.CertificateError) for e in chain):
+        return Failure.TLS
+    if any(isinstance(e, httpx.TimeoutException | httpcore.TimeoutException) for e in chain):
+        return Failure.TIMEOUT
+    if any(isinstance(e, TimeoutError) for e in chain):
+        return Failure.TIMEOUT
+    if any(isinstance(e, httpx.ConnectError | httpcore.ConnectError) for e in chain):
+        return Failure.UNREACHABLE
+    return Failure.BAD_RESPONSE
 
 
 class _NoCookies(http.cookiejar.CookieJar):
@@ -84,15 +134,15 @@ def send(client: httpx.Client, request: httpx.Request, timeout_s: float) -> Upst
 def _exchange(client: httpx.Client, request: httpx.Request, limit: float) -> Upstream:
     try:
         response = client.send(request, stream=True)
-    except Exception:
-        raise Fault(0) from None
+    except Exception as exc:
+        raise Fault(0, classify(exc)) from None
     try:
         status = response.status_code
         if not 100 <= status <= 599:
             raise Fault(status)
         declared = _declared_length(response)
         if declared is not None and declared > MAX_RESPONSE_BODY:
-            raise Fault(status)
+            raise Fault(status, Failure.TOO_LARGE)
         encoding = response.headers.get("content-encoding", "identity").strip().lower()
         if encoding not in ("", "identity"):
             # We asked for identity; compressed bytes are not what the guest can use,
@@ -102,8 +152,8 @@ def _exchange(client: httpx.Client, request: httpx.Request, limit: float) -> Ups
         return Upstream(status=status, body=body, content_type=_content_type(response))
     except Fault:
         raise
-    except Exception:
-        raise Fault(response.status_code) from None
+    except Exception as exc:
+        raise Fault(response.status_code, classify(exc)) from None
     finally:
         with contextlib.suppress(Exception):
             response.close()
@@ -128,8 +178,10 @@ def _read_capped(response: httpx.Response, limit: float, status: int) -> bytes:
     for chunk in response.iter_raw():
         room = MAX_RESPONSE_BODY + 1 - len(buf)
         buf += chunk[:room]
-        if len(buf) > MAX_RESPONSE_BODY or time.monotonic() > limit:
-            raise Fault(status)
+        if len(buf) > MAX_RESPONSE_BODY:
+            raise Fault(status, Failure.TOO_LARGE)
+        if time.monotonic() > limit:
+            raise Fault(status, Failure.TIMEOUT)
     return bytes(buf)
 
 
@@ -144,4 +196,4 @@ def _content_type(response: httpx.Response) -> str:
     return value.decode("ascii")
 
 
-__all__ = ["MAX_RESPONSE_BODY", "Fault", "Upstream", "new_client", "send"]
+__all__ = ["MAX_RESPONSE_BODY", "Failure", "Fault", "Upstream", "classify", "new_client", "send"]

@@ -40,6 +40,7 @@ recursion on a smaller stack would crash the whole process.
 from __future__ import annotations
 
 import math
+import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -72,6 +73,7 @@ EXIT_OK, EXIT_ERROR, EXIT_TIMEOUT, EXIT_TRAP = 0, 1, 124, 134
 #: sysexits.h): the result keeps the output captured so far and names the fault's type
 #: in `internal_error`; the session still writes the broker's trace and audit.
 EXIT_INTERNAL = 70
+_EVAL_OPTIONS_VERSION = 1  # quickjs-ng's JS_EVAL_OPTIONS_VERSION
 _REJECTION_PREFIX = MSG_REJECTION_PREFIX.encode()
 _UNTRACKED_REJECTION = (MSG_UNTRACKED_REJECTION + "\n").encode()
 
@@ -163,7 +165,7 @@ def _check(vm: qjs_vm.Vm, ctx: int, value: int) -> None:
     vm.call("JS_FreeValue", ctx, value)
 
 
-def _evaluate(vm: qjs_vm.Vm, bridge: Bridge, source: str) -> None:
+def _evaluate(vm: qjs_vm.Vm, bridge: Bridge, source: str, first_line: int = 1) -> None:
     vm.call("_initialize")  # reactor ABI: C constructors before anything else
     if vm.call("qjs_init") != 0:
         raise qjs_vm.VmError("qjs_init failed")
@@ -199,7 +201,7 @@ def _evaluate(vm: qjs_vm.Vm, bridge: Bridge, source: str) -> None:
     vm.set_global(ctx, "argv0", vm.new_string(ctx, b"qjs"))
 
     try:
-        _run_module(vm, bridge, ctx, src_ptr, len(src))
+        _run_module(vm, bridge, ctx, src_ptr, len(src), first_line)
     except _Exit:
         _flush_stdio(vm, ctx)  # never after a trap: a trapped instance is not touched again
         raise
@@ -269,12 +271,25 @@ def _step(vm: qjs_vm.Vm, bridge: Bridge, ctx: int) -> bool:
     return False
 
 
-def _run_module(vm: qjs_vm.Vm, bridge: Bridge, ctx: int, src_ptr: int, src_len: int) -> None:
-    """Evaluate like `qjs -e`, drain the job queue, report unhandled rejections."""
+def _run_module(
+    vm: qjs_vm.Vm, bridge: Bridge, ctx: int, src_ptr: int, src_len: int, first_line: int
+) -> None:
+    """Evaluate like `qjs -e`, drain the job queue, report unhandled rejections.
+
+    `first_line` is the line number the source's first line gets (JSEvalOptions.line_num),
+    chosen so that the agent's own first line is line 1 in errors and stacks, whatever
+    the shims, client and preamble before it take (they get lines at or below 0).
+    """
     state = vm.state
     filename = vm.alloc(b"<cmdline>")
     flags = qjs_vm.JS_EVAL_TYPE_MODULE | qjs_vm.JS_EVAL_FLAG_COMPILE_ONLY
-    func = vm.call("JS_Eval", ctx, src_ptr, src_len, filename, flags)
+    # struct JSEvalOptions { int version = 1; int eval_flags; const char *filename;
+    # int line_num; } on wasm32: four little-endian 32-bit fields.
+    options = vm.alloc(
+        struct.pack("<iiIi", _EVAL_OPTIONS_VERSION, flags, filename, first_line), nul=False
+    )
+    func = vm.call("JS_Eval2", ctx, src_ptr, src_len, options)
+    vm.free(options)
     vm.free(src_ptr)
     if qjs_vm.tag_of(func) != qjs_vm.TAG_EXCEPTION:
         vm.call("js_module_set_import_meta", ctx, func, 0, 1)
@@ -357,7 +372,9 @@ def _run(
                 deadline_ticks=math.ceil(limits.timeout_s / EPOCH_TICK_S) + 1,
             )
             bridge.vm = vm
-            _evaluate(vm, bridge, source)
+            # The agent's code is the source's tail: its first line is line 1.
+            prefix = source[: len(source) - len(code)] if source.endswith(code) else ""
+            _evaluate(vm, bridge, source, 1 - prefix.count("\n"))
         except _Exit as done:
             exit_code = done.code
         except _TimedOut:

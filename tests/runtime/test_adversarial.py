@@ -21,6 +21,7 @@ import time
 from http.server import BaseHTTPRequestHandler
 
 import httpx
+import orjson
 import pytest
 
 from runtime import Broker, HostReply, HostRequest, Limits, Profile, run_with_grant
@@ -230,7 +231,7 @@ def test_a_drip_fed_reply_cannot_hold_a_call_past_its_deadline(api: FakeAPI):
     api.responder = drip(events)
     b = Broker(grant(api.url), deadline=time.monotonic() + 0.5)
     reply = b(HostRequest("GET", "/v1/items/a", None))
-    assert (reply.status, reply.body) == (502, b"host api unavailable\n")
+    assert (reply.status, reply.body) == (504, b"host api timed out\n")
     _wait_for(events)
     assert events == ["client left"]
     (row,) = b.close().rows
@@ -352,14 +353,15 @@ def test_proxy_variables_cannot_take_the_key_elsewhere(api: FakeAPI, monkeypatch
 
 
 def test_a_refused_connection_and_a_reset_say_nothing_about_the_request():
-    """Held: transport errors reach the guest as the fixed 502 text, never httpx's message
-    (which names the URL)."""
+    """Held: transport errors reach the guest as a fixed text naming the reason, never
+    httpx's message (which names the URL)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     code = 'try { await host.get("/v1/items/secret-segment") } catch (e) { print(e.message) }'
     outcome = run_with_grant(code, grant(f"http://127.0.0.1:{port}"))
-    assert outcome.result.stdout == "host api 502: host api unavailable\n\n"
+    assert outcome.result.stdout == "host api 502: host api unreachable\n\n"
+    assert orjson.loads(outcome.audit)["calls"][0]["failure"] == "unreachable"
     assert "secret-segment" not in outcome.audit + outcome.result.stderr
 
 

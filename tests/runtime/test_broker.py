@@ -250,19 +250,15 @@ def test_transport_error_is_502_and_the_next_call_works(api: respx.MockRouter) -
         httpx.Response(200, text="ok"),
     ]
     b = Broker(profile())
-    for _ in range(2):
+    for status, text in [(502, b"host api unreachable\n"), (504, b"host api timed out\n")]:
         reply = b(HostRequest("GET", "/v1/items/x", None))
-        assert (reply.status, reply.body, reply.content_type) == (
-            502,
-            b"host api unavailable\n",
-            TEXT,
-        )
+        assert (reply.status, reply.body, reply.content_type) == (status, text, TEXT)
     assert b(HostRequest("GET", "/v1/items/x", None)).body == b"ok"
     rows = b.close().rows
-    assert [(r.status, r.delivered, r.bytes_back) for r in rows] == [
-        (0, False, 0),
-        (0, False, 0),
-        (200, True, 2),
+    assert [(r.status, r.delivered, r.bytes_back, r.failure) for r in rows] == [
+        (0, False, 0, "unreachable"),
+        (0, False, 0, "timeout"),
+        (200, True, 2, None),
     ]
 
 
@@ -274,9 +270,9 @@ def test_declared_content_length_over_cap(api: respx.MockRouter) -> None:
     )
     b = Broker(profile())
     reply = b(HostRequest("GET", "/v1/items/x", None))
-    assert (reply.status, reply.body) == (502, b"host api unavailable\n")
+    assert (reply.status, reply.body) == (502, b"host api response too large (over 4 MiB)\n")
     (row,) = b.close().rows
-    assert (row.status, row.delivered, row.bytes_back) == (200, False, 0)
+    assert (row.status, row.delivered, row.bytes_back, row.failure) == (200, False, 0, "too_large")
 
 
 @pytest.mark.parametrize("value", ["abc", "-1", "1, 2", "+5"])
@@ -299,10 +295,10 @@ def test_streamed_body_over_cap_is_502_and_never_buffered_past_it(api: respx.Moc
     api.get("/v1/items/x").mock(return_value=httpx.Response(200, stream=_Iter(stream())))
     b = Broker(profile())
     reply = b(HostRequest("GET", "/v1/items/x", None))
-    assert (reply.status, reply.body) == (502, b"host api unavailable\n")
+    assert (reply.status, reply.body) == (502, b"host api response too large (over 4 MiB)\n")
     assert produced <= MAX_RESPONSE_BODY + 65536
     (row,) = b.close().rows
-    assert (row.status, row.delivered, row.bytes_back) == (200, False, 0)
+    assert (row.status, row.delivered, row.bytes_back, row.failure) == (200, False, 0, "too_large")
 
 
 def test_body_of_exactly_the_cap_is_delivered(api: respx.MockRouter) -> None:

@@ -57,19 +57,22 @@ def test_api_down_is_502_and_nothing_crashes() -> None:
     b = Broker(grant(f"http://127.0.0.1:{free_port()}"))
     for _ in range(3):
         out = b(HostRequest("GET", "/v1/items/x", None))
-        assert (out.status, out.body) == (502, b"host api unavailable\n")
+        assert (out.status, out.body) == (502, b"host api unreachable\n")
     rows = b.close().rows
-    assert [(r.status, r.delivered) for r in rows] == [(0, False)] * 3
+    assert [(r.status, r.delivered, r.failure) for r in rows] == [(0, False, "unreachable")] * 3
 
 
 def test_slow_api_times_out_and_the_next_call_is_served(api: FakeAPI) -> None:
     api.responder = stall(5)
     b = Broker(grant(api.url), upstream_timeout_s=0.3)
-    assert b(HostRequest("GET", "/v1/items/x", None)).status == 502
+    assert b(HostRequest("GET", "/v1/items/x", None)).status == 504
     api.responder = json_ok
     assert b(HostRequest("GET", "/v1/items/y", None)).status == 200
     rows = b.close().rows
-    assert [(r.status, r.delivered) for r in rows] == [(0, False), (200, True)]
+    assert [(r.status, r.delivered, r.failure) for r in rows] == [
+        (0, False, "timeout"),
+        (200, True, None),
+    ]
 
 
 def test_run_deadline_bounds_a_slow_call(api: FakeAPI) -> None:
@@ -77,7 +80,7 @@ def test_run_deadline_bounds_a_slow_call(api: FakeAPI) -> None:
 
     api.responder = stall(5)
     b = Broker(grant(api.url), deadline=time.monotonic() + 0.3)
-    assert b(HostRequest("GET", "/v1/items/x", None)).status == 502
+    assert b(HostRequest("GET", "/v1/items/x", None)).status == 504
     assert b(HostRequest("GET", "/v1/items/x", None)).body == b"host api grant has ended\n"
     assert len(api.requests) == 1
 
@@ -108,7 +111,9 @@ def test_declared_oversize_is_502(api: FakeAPI) -> None:
 
     api.responder = respond
     b = Broker(grant(api.url))
-    assert b(HostRequest("GET", "/v1/items/x", None)).body == b"host api unavailable\n"
+    assert b(HostRequest("GET", "/v1/items/x", None)).body == (
+        b"host api response too large (over 4 MiB)\n"
+    )
     (row,) = b.close().rows
     assert (row.status, row.delivered, row.bytes_back) == (200, False, 0)
 

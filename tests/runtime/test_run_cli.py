@@ -190,9 +190,12 @@ console.log(r1.status, JSON.stringify(r1.body), r2.status);
 """
     result = invoke(tmp_path, code, "--base-url", f"http://127.0.0.1:{free_port()}")
     assert result.exit_code == 0
-    assert result.stdout == 'out| 502 "host api unavailable\\n" 502\n'
+    assert result.stdout == 'out| 502 "host api unreachable\\n" 502\n'
     calls = audit_of(result)["calls"]
-    assert [(c["status"], c["delivered"]) for c in calls] == [(0, False), (0, False)]  # type: ignore[index]
+    assert [(c["status"], c["delivered"], c["failure"]) for c in calls] == [  # type: ignore[index]
+        (0, False, "unreachable"),
+        (0, False, "unreachable"),
+    ]
 
 
 def test_redirect_to_another_origin_does_not_carry_the_key(tmp_path: Path, api: FakeAPI) -> None:
@@ -457,8 +460,8 @@ def test_a_hung_api_is_cut_off_at_the_run_deadline(tmp_path: Path, api: FakeAPI)
     code = 'var r = __coderunner_host_call(JSON.stringify({method: "GET", path: "/v1/items/x"})); console.log(r.status);'
     result = invoke(tmp_path, code, "--base-url", api.url, "--timeout", "0.5", "--json")
     record = json.loads(result.stdout)
-    # Either the guest saw the 502 just before its deadline or the deadline ended it.
-    assert (record["stdout"], record["exit_code"]) in {("502\n", 0), ("", 124)}
+    # Either the guest saw the 504 just before its deadline or the deadline ended it.
+    assert (record["stdout"], record["exit_code"]) in {("504\n", 0), ("", 124)}
     (row,) = record["audit"]["calls"]
     assert (row["status"], row["delivered"]) == (0, False)
     for _ in range(200):  # the server thread notices the hang-up asynchronously

@@ -140,3 +140,25 @@ def test_the_minimum_memory_runs() -> None:
         limits=Limits(memory_mb=runtime.MIN_MEMORY_MB),
     )
     assert (outcome.result.exit_code, outcome.result.stdout) == (0, "2,4\n")
+
+
+@pytest.mark.parametrize(
+    ("code", "where"),
+    [
+        ("syntax error here(", "<cmdline>:1:19"),
+        ("console.log(1);\nnull.x", "(<cmdline>:2:1)"),
+        ('function f() { throw new Error("e") }\n\n\nf()', "(<cmdline>:4:1)"),
+    ],
+)
+def test_errors_name_the_agents_own_line_numbers(code: str, where: str) -> None:
+    """Found (issue 12.5): a syntax error on the agent's line 1 was reported at
+    `<cmdline>:127:45`, counted from the shims, client and preamble before it."""
+    grant = profile("http://127.0.0.1:9", KEY, ("GET /x/*",), preamble="var a = 1;\nvar b = 2;\n")
+    outcome = run_with_grant(code, grant)
+    assert outcome.result.exit_code == 1
+    assert where in outcome.result.stderr, outcome.result.stderr
+
+
+def test_line_numbers_without_a_grant_also_start_at_the_agents_code() -> None:
+    result = runtime.run_sandbox("\n\nnull.x")
+    assert "(<cmdline>:3:1)" in result.stderr, result.stderr

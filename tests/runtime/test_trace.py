@@ -83,8 +83,10 @@ def test_row_fields_are_exactly_the_metadata() -> None:
         "bytes_sent",
         "bytes_back",
         "latency_ms",
+        "failure",
     ]
     assert row["latency_ms"] == 1.234
+    assert row["failure"] is None
 
 
 def test_audit_line_has_only_profile_trace_id_rows_and_counters() -> None:
