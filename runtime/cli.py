@@ -31,7 +31,10 @@ import orjson
 
 from runtime import (
     MIN_MEMORY_MB,
+    Grants,
+    GrantsError,
     Limits,
+    Profile,
     Refusal,
     RunInputError,
     check_trace_id,
@@ -142,7 +145,7 @@ def run(
         )
     if trace_id is not None:
         check_trace_id(trace_id)
-    profile = load_grants(grants_file).select(profile_name, caller)
+    profile = _select(load_grants(grants_file), profile_name, caller)
     if base_url is not None:
         profile = profile.with_base_url(base_url)
 
@@ -183,6 +186,34 @@ def run(
         sys.stderr.write("".join(_trusted(line) for line in trusted))
         sys.stderr.flush()
     sys.exit(result.exit_code)
+
+
+def _select(grants: Grants, name: str, caller: str) -> Profile:
+    """The profile, or a line saying which of name and caller is wrong.
+
+    `Grants.select` (and `run_profile`) give both cases one text on purpose, so a caller
+    of a service cannot learn which profile names exist. Here the one asking is the
+    operator, who owns the grants file and can read it anyway, so the CLI says which.
+    """
+    names = grants.names()
+    if name not in names:
+        listed = ", ".join(_q(n) for n in names[:10]) + (", ..." if len(names) > 10 else "")
+        raise GrantsError(f"grants: {grants.path}: no profile {_q(name)} (profiles: {listed})")
+    try:
+        return grants.select(name, caller)
+    except GrantsError:
+        if not caller or caller == "*":
+            raise GrantsError(
+                f'--caller {_q(caller)}: name one principal; "*" in allowed_callers'
+                " admits any caller, it is not a caller itself"
+            ) from None
+        raise GrantsError(
+            f"grants: profile {_q(name)}: caller {_q(caller)} is not in its allowed_callers"
+        ) from None
+
+
+def _q(s: str) -> str:
+    return orjson.dumps(s).decode("utf-8")
 
 
 def _trusted(line: str) -> str:

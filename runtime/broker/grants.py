@@ -43,6 +43,8 @@ MAX_CALLS_CEILING = 100_000
 MAX_PROFILE_NAME = 128
 
 _PROFILE_NAME = re.compile(r"[A-Za-z0-9._-]+\Z")
+#: The line of a specgen-generated preamble that names its global (templates/preamble.js.j2).
+_PREAMBLE_GLOBAL = re.compile(r'^  const h = globalThis\[("(?:[^"\\\n]|\\.)*")\];$', re.MULTILINE)
 _PROFILE_FIELDS = frozenset(
     {
         "base_url",
@@ -288,7 +290,12 @@ def _build_profile(name: str, body: Any, base_dir: Path, env: Mapping[str, str])
     err = base_url_error(base_url)
     if err is not None:
         raise _ProfileFault(err)
+    if not allow:
+        raise _ProfileFault(
+            'allow lists no route, so every call would be refused; list at least one "METHOD /path"'
+        )
     _check_routes(allow, "host-api grant: ")
+    _check_preamble_global(global_name, preamble)
     if health is not None:
         _check_health(health)
 
@@ -345,6 +352,25 @@ def _admits(entry: str, url: str) -> bool:
         want_scheme, want_host, _ = _origin(url)
         return (scheme, host) == (want_scheme, want_host)
     return _origin(entry) == _origin(url)
+
+
+def _check_preamble_global(global_name: str, preamble: str) -> None:
+    """A specgen-built preamble installs onto one global and returns early when that
+    global is absent, so a profile naming another global loads fine and every agent
+    call is a ReferenceError. Refused here; a hand-written preamble is not checked."""
+    match = _PREAMBLE_GLOBAL.search(preamble, 0, 64 * 1024)
+    if match is None:
+        return
+    try:
+        built_for = json.loads(match.group(1))
+    except ValueError:
+        return
+    if isinstance(built_for, str) and built_for != global_name:
+        raise _ProfileFault(
+            f"global {_quote(global_name)} differs from the preamble's global "
+            f"{_quote(built_for)}, so the preamble would install nothing; set global to "
+            f"{_quote(built_for)} or rebuild the preamble with --global {_quote(global_name)}"
+        )
 
 
 def _check_name(name: str) -> None:

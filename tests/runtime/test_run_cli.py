@@ -309,13 +309,20 @@ CALLS_HOME = 'var r = __coderunner_host_call(JSON.stringify({method: "GET", path
             "ok",
             ["--profile", "nope"],
             None,
-            'specgen: grant_profile "nope" is not available to this caller',
+            'grants.json: no profile "nope" (profiles: "agent-memory")',
         ),
         (
             "ok",
             ["--caller", "intruder"],
             None,
-            'specgen: grant_profile "agent-memory" is not available to this caller',
+            'specgen: grants: profile "agent-memory": caller "intruder" is not in its'
+            " allowed_callers",
+        ),
+        (
+            "ok",
+            ["--caller", "*"],
+            None,
+            'specgen: --caller "*": name one principal',
         ),
         (
             "ok",
