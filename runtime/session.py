@@ -60,9 +60,13 @@ def run_with_grant(
     the broker's HTTP transport (tests); `memory_probe` receives the guest's linear
     memory at the end (key-confinement tests).
     """
+    if not isinstance(code, str):
+        raise RunInputError(f"code must be a str, not {type(code).__name__}")
+    if not isinstance(profile, Profile):
+        raise RunInputError(f"profile must be a Profile, not {type(profile).__name__}")
     if trace_id is not None:
         check_trace_id(trace_id)
-    limits = _checked(limits or sandbox.Limits())
+    limits = _checked(limits if limits is not None else sandbox.Limits())
     limits = dataclasses.replace(
         limits,
         max_host_calls=max(limits.max_host_calls, profile.max_calls + _SANDBOX_CALL_HEADROOM),
@@ -96,6 +100,8 @@ def run_with_grant(
 
 def _checked(limits: sandbox.Limits) -> sandbox.Limits:
     """The caller's limits, normalised; a value no run can honour is a RunInputError."""
+    if not isinstance(limits, sandbox.Limits):
+        raise RunInputError(f"limits must be a Limits, not {type(limits).__name__}")
     try:
         timeout_s = float(limits.timeout_s)
         memory_mb = limits.memory_mb

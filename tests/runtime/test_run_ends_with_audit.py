@@ -162,3 +162,20 @@ def test_errors_name_the_agents_own_line_numbers(code: str, where: str) -> None:
 def test_line_numbers_without_a_grant_also_start_at_the_agents_code() -> None:
     result = runtime.run_sandbox("\n\nnull.x")
     assert "(<cmdline>:3:1)" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda p: run_with_grant(b"console.log(1)", p), "code must be a str"),  # type: ignore[arg-type]
+        (lambda p: run_with_grant("", "p"), "profile must be a Profile"),  # type: ignore[arg-type]
+        (lambda p: run_with_grant("", p, limits={"timeout_s": 1}), "limits must be a Limits"),  # type: ignore[arg-type]
+        (lambda p: run_with_grant("", p, limits=Limits(memory_mb="64")), "memory_mb an integer"),  # type: ignore[arg-type]
+        (lambda p: runtime.run_profile("", p, caller="x", timeout_s="soon"), "timeout_s must"),  # type: ignore[arg-type]
+    ],
+)
+def test_bad_input_to_the_python_api_is_a_refusal_never_another_exception(
+    call, message: str
+) -> None:
+    with pytest.raises(RunInputError, match=message):
+        call(profile("http://127.0.0.1:9", KEY, ("GET /x/*",)))
