@@ -172,7 +172,8 @@ def draft(
         )
     if not allowed:
         notes.append(
-            "allow is empty, so every call is refused; add the routes the agent needs "
+            "allow is empty, so the loader refuses the profile until you add the routes "
+            "the agent needs "
             "(--allow 'METHOD /path', an instance of a catalog route)"
         )
     body: dict[str, Any] = {

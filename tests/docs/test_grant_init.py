@@ -91,7 +91,7 @@ def test_an_empty_draft_is_refused_by_the_loader_for_its_callers(tmp_path: Path)
     )
     assert result.exit_code == 0, result.output
     assert "allowed_callers is empty" in result.stderr
-    assert "allow is empty, so every call is refused" in result.stderr
+    assert "allow is empty, so the loader refuses the profile" in result.stderr
     with pytest.raises(GrantsError, match="allowed_callers must name at least one"):
         load(out, environ={"HOME_TOKEN": "x"})
 
@@ -110,6 +110,8 @@ def test_a_draft_with_a_preamble_file_runs_through_the_loader(tmp_path: Path) ->
         "me",
         "--global",
         "home",
+        "--allow",
+        "PATCH /lights/kitchen",
         "--base-url",
         "https://h.example",
         "--preamble-file",
