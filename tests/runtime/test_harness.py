@@ -47,7 +47,16 @@ EXIT_CODES = {
     *range(2, 8),  # the generator's own std.exit codes
 }
 AUDIT_KEYS = ["profile", "trace_id", "calls", "denied", "dropped", "routes"]
-FAILURES = {None, "unreachable", "timeout", "tls", "too_large", "bad_response", "key_reflected"}
+FAILURES = {
+    None,
+    "unreachable",
+    "timeout",
+    "tls",
+    "too_large",
+    "bad_response",
+    "key_reflected",
+    "cancelled",
+}
 
 
 def _responder(handler: BaseHTTPRequestHandler, seen: Seen) -> None:
