@@ -5,7 +5,7 @@ WebAssembly. They meet here: the sandbox decodes the guest's envelope into a
 `HostRequest` and hands it to a `HostHandler`, whose answer is a `HostReply` (a status
 and bytes). Both are plain frozen dataclasses, so a later change can add fields (a route
 template, path parameters, a query, headers, a media type) with defaults, without
-touching the sandbox, and the engine could one day run in another process than the key.
+touching the sandbox (issue 8 added the structured call's fields this way), and the engine could one day run in another process than the key.
 
 Keeping the reply this small is deliberate: no header of the upstream response other
 than a sanitised content type can ever reach guest code.
@@ -14,7 +14,19 @@ than a sanitised content type can ever reach guest code.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeAlias
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectValue:
+    """A parameter value that is a JSON object of scalars (deepObject's `name[key]=v`)."""
+
+    pairs: tuple[tuple[str, str], ...]
+
+
+#: A query or header value as the guest sent it, every scalar as its JSON text
+#: (`5`, `true`, `"a b"` -> `a b`): one value, an array of values, or an object.
+ParamValue: TypeAlias = str | tuple[str, ...] | ObjectValue
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +39,17 @@ class HostRequest:
     #: The exact UTF-8 JSON text the guest wrote for `body`, or None when absent, so
     #: what the broker approves is what it forwards ("approve == wire").
     body: bytes | None = None
+    #: A structured call (issue 8): the route pattern the generated client names (`*`
+    #: where a path value goes), instead of `path`. The broker builds the URL itself.
+    route: str | None = None
+    #: The path values, in order, one per `*` of `route`, each as text.
+    values: tuple[str, ...] = ()
+    #: Query and header parameters as (name, value) pairs in the guest's order,
+    #: duplicates kept so the broker can refuse them.
+    query: tuple[tuple[str, ParamValue], ...] = ()
+    headers: tuple[tuple[str, ParamValue], ...] = ()
+    #: The body's media type the guest asked for (structured calls only); None is JSON.
+    media_type: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,4 +75,4 @@ class HostHandler(Protocol):
     def __call__(self, request: HostRequest) -> HostReply: ...
 
 
-__all__ = ["HostHandler", "HostReply", "HostRequest"]
+__all__ = ["HostHandler", "HostReply", "HostRequest", "ObjectValue", "ParamValue"]

@@ -25,6 +25,18 @@ Two spellings, one meaning:
 
   `route` is a bare route (no `?`); `query` and `headers` are lists of `name` or
   `name=value` items, taken literally (no percent-decoding). Both lists are optional.
+  Two more optional keys exist only in this form:
+
+  `"style": {"ids": "form", "filter": "deepObject"}` lets a listed parameter carry an
+  array (or, for `deepObject`, an object of scalars), serialised the OpenAPI way:
+  `form` (`ids=1&ids=2`), `form,explode=false` (`ids=1,2`), `spaceDelimited`
+  (`ids=1%202`), `pipeDelimited` (`ids=1|2`), `deepObject` (`filter[a]=1`); a header
+  may be `simple` (`1,2`). A parameter without a style carries one value only, and a
+  pinned one never has a style.
+
+  `"body": ["application/json", "multipart/form-data"]` names the media types a body
+  may have (`[]`: no body). Without it an entry permits a JSON body on PUT, POST and
+  PATCH and none on any other verb, which is what the string form always means.
 
 Rules for both: a name is never empty; no name or pinned value holds a control
 character (CR, LF and NUL included); a query name appears once; a header name is an
@@ -75,7 +87,28 @@ FORBIDDEN_HEADER_PREFIXES: tuple[str, ...] = ("proxy-", "x-forwarded-")
 # RFC 9110 5.6.2 token characters: what a field name may be made of.
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
 _PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
-_OBJECT_KEYS = frozenset({"route", "query", "headers"})
+_OBJECT_KEYS = frozenset({"route", "query", "headers", "style", "body"})
+#: The serialisations the broker implements, per location (OpenAPI 3 style values).
+QUERY_STYLES: tuple[str, ...] = (
+    "form",
+    "form,explode=false",
+    "spaceDelimited",
+    "pipeDelimited",
+    "deepObject",
+)
+HEADER_STYLES: tuple[str, ...] = ("simple",)
+#: The body media types the broker can build; JSON is forwarded byte for byte.
+BODY_TYPES: tuple[str, ...] = (
+    "application/json",
+    "application/x-www-form-urlencoded",
+    "multipart/form-data",
+    "text/plain",
+)
+#: Verbs that carry a JSON body when an entry does not say otherwise.
+_BODY_VERBS = frozenset({"PUT", "POST", "PATCH"})
+#: Verbs that never carry a body, whatever an entry says: a GET or HEAD body has no
+#: meaning a server agrees on, so it is a smuggling channel, not a feature.
+NO_BODY_VERBS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 class AllowError(ValueError):
@@ -88,6 +121,8 @@ class Permit:
 
     name: str
     value: str | None = None
+    #: How an array or object value is serialised (see QUERY_STYLES); "" = one value.
+    style: str = ""
 
     def __str__(self) -> str:
         return self.name if self.value is None else f"{self.name}={self.value}"
@@ -100,10 +135,20 @@ class AllowEntry:
     route: Route
     query: tuple[Permit, ...] = ()
     headers: tuple[Permit, ...] = field(default=())
+    #: Media types a body may have; None means the default (JSON on PUT/POST/PATCH).
+    body: tuple[str, ...] | None = None
 
     def header_names(self) -> frozenset[str]:
         """Header names, lower-cased: the form they are compared in."""
         return frozenset(p.name.lower() for p in self.headers)
+
+    def body_types(self) -> tuple[str, ...]:
+        """The media types a body of a call under this entry may have (() = none)."""
+        if self.route.method.upper() in NO_BODY_VERBS:
+            return ()
+        if self.body is not None:
+            return self.body
+        return ("application/json",) if self.route.method.upper() in _BODY_VERBS else ()
 
 
 def header_forbidden(name: str, reserved: Iterable[str] = ()) -> bool:
@@ -226,7 +271,62 @@ def parse_object(obj: dict[str, Any], reserved: Iterable[str] = ()) -> AllowEntr
     headers = _permits(
         _list(obj.get("headers"), "headers", entry), header=True, entry=entry, reserved=reserved
     )
-    return AllowEntry(route, query, headers)
+    query, headers = _styled(obj.get("style"), query, headers, entry)
+    return AllowEntry(route, query, headers, _body(obj.get("body"), route, entry))
+
+
+def _styled(
+    raw: Any, query: tuple[Permit, ...], headers: tuple[Permit, ...], entry: str
+) -> tuple[tuple[Permit, ...], tuple[Permit, ...]]:
+    """Attach `"style"` to the listed parameters it names; refuse any it cannot."""
+    if raw is None:
+        return query, headers
+    if not isinstance(raw, dict) or not all(isinstance(v, str) for v in raw.values()):
+        raise AllowError(f"allow entry {entry}: style must be an object of strings")
+    by_query = {p.name: p for p in query}
+    by_header = {p.name.lower(): p for p in headers}
+    for name, style in raw.items():
+        permit = by_query.get(name)
+        allowed = QUERY_STYLES
+        if permit is None:
+            permit, allowed = by_header.get(name.lower()), HEADER_STYLES
+        if permit is None:
+            raise AllowError(
+                f"allow entry {entry}: style names {go_quote(name)}, which the entry does not list"
+            )
+        if style not in allowed:
+            raise AllowError(
+                f"allow entry {entry}: style {go_quote(style)} of {go_quote(name)} is not one "
+                f"of {', '.join(allowed)}"
+            )
+        if permit.value is not None:
+            raise AllowError(
+                f"allow entry {entry}: {go_quote(name)} is pinned to one value, so it has no style"
+            )
+    styles = dict(raw)
+    header_styles = {k.lower(): v for k, v in raw.items()}
+    return (
+        tuple(Permit(p.name, p.value, styles.get(p.name, "")) for p in query),
+        tuple(Permit(p.name, p.value, header_styles.get(p.name.lower(), "")) for p in headers),
+    )
+
+
+def _body(raw: Any, route: Route, entry: str) -> tuple[str, ...] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, list) or not all(isinstance(v, str) for v in raw):
+        raise AllowError(f"allow entry {entry}: body must be a list of media types")
+    for media in raw:
+        if media not in BODY_TYPES:
+            raise AllowError(
+                f"allow entry {entry}: body media type {go_quote(media)} is not one of "
+                f"{', '.join(BODY_TYPES)}"
+            )
+    if len(set(raw)) != len(raw):
+        raise AllowError(f"allow entry {entry}: body lists a media type twice")
+    if raw and route.method.upper() in NO_BODY_VERBS:
+        raise AllowError(f"allow entry {entry}: a {route.method.upper()} request has no body")
+    return tuple(raw)
 
 
 def parse_entry(raw: Any, reserved: Iterable[str] = ()) -> AllowEntry:
@@ -243,11 +343,17 @@ def entry_json(entry: AllowEntry) -> str | dict[str, Any]:
 
     Values are written so that `parse_entry` reads back the same entry.
     """
-    if entry.headers:
+    styled = [p for p in (*entry.query, *entry.headers) if p.style]
+    if entry.headers or styled or entry.body is not None:
         out: dict[str, Any] = {"route": str(entry.route)}
         if entry.query:
             out["query"] = [str(p) for p in entry.query]
-        out["headers"] = [str(p) for p in entry.headers]
+        if entry.headers:
+            out["headers"] = [str(p) for p in entry.headers]
+        if styled:
+            out["style"] = {p.name: p.style for p in styled}
+        if entry.body is not None:
+            out["body"] = list(entry.body)
         return out
     if not entry.query:
         return str(entry.route)

@@ -108,13 +108,14 @@ def js_ident(raw: str) -> str:
     return "".join(out)
 
 
-def arg_names(raw_names: Iterable[str], has_body: bool) -> list[str]:
+def arg_names(raw_names: Iterable[str], has_body: bool, extra: Iterable[str] = ()) -> list[str]:
     """Argument names for path parameters, unique and never a reserved word.
 
     `h` is taken because the generated code names the client `h`; `body` is taken when
-    the method sends a body, since it is always the last argument.
+    the method sends a body, since it is always the last argument; `extra` names other
+    arguments the method takes after them (the default build's `options`).
     """
-    taken = {"h"}
+    taken = {"h", *extra}
     if has_body:
         taken.add("body")
     names: list[str] = []

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from specgen import naming
-from specgen.allow import AllowEntry, Permit, header_forbidden
+from specgen.allow import BODY_TYPES, AllowEntry, Permit, header_forbidden
 from specgen.errors import SpecError
 from specgen.params import Parameter, ParameterLocation, Parameters, SchemaSummary, merged
-from specgen.quoting import go_quote
+from specgen.quoting import go_quote, js_string
 from specgen.refs import Refs
 from specgen.routes import Route, is_control, pattern_error
 
@@ -29,6 +29,8 @@ _GRANTABLE = frozenset({"get", "put", "post", "delete", "patch"})
 #: request back, credential included.
 _CARRIED = _GRANTABLE | {"head", "options"}
 _WITH_BODY = frozenset({"put", "post", "patch"})
+#: The default build carries a documented body on DELETE too; never on GET/HEAD/OPTIONS.
+_FULL_WITH_BODY = _WITH_BODY | {"delete"}
 _CLIENT_CALL = {"get": "get", "put": "put", "post": "post", "delete": "del", "patch": "patch"}
 _LOCATIONS = ("path", "query", "header", "cookie")
 HEALTH_MARK = "x-plimsoll-health-check"
@@ -72,10 +74,32 @@ class Operation:
     params: Parameters = field(default_factory=Parameters)
     #: Labels of declared parameters a grant cannot carry (cookies, broker-owned headers).
     dropped: tuple[str, ...] = ()
+    #: The default build's structured call: the names the method sends as query and
+    #: header parameters (from its `options` argument) and its body's media type.
+    structured: bool = False
+    query_names: tuple[str, ...] = ()
+    header_names: tuple[str, ...] = ()
+    body_type: str = ""
+    body_types: tuple[str, ...] = ()
 
     @property
     def arg_list(self) -> tuple[str, ...]:
-        return (*self.args, "body") if self.has_body else self.args
+        args = (*self.args, "body") if self.has_body else self.args
+        return (*args, "options") if self.structured else args
+
+    @property
+    def call_spec(self) -> str:
+        """What the generated method hands `h.call`: the route pattern, not a path, the
+        names of its query and header parameters and its body's media type, as a JS
+        object literal whose every string is a JSON literal."""
+        parts = [f"method: {js_string(self.method)}", f"route: {js_string(self.route)}"]
+        if self.query_names:
+            parts.append(f"query: [{', '.join(map(js_string, self.query_names))}]")
+        if self.header_names:
+            parts.append(f"headers: [{', '.join(map(js_string, self.header_names))}]")
+        if self.has_body and self.body_type != "application/json":
+            parts.append(f"type: {js_string(self.body_type)}")
+        return "{" + ", ".join(parts) + "}"
 
     @property
     def client_method(self) -> str:
@@ -212,6 +236,8 @@ class _Generator:
     ) -> None:
         self.full = full
         self.declared: dict[Route, tuple[dict[str, Parameter], dict[str, Parameter]]] = {}
+        #: Route -> the body media types its operations declare (default build only).
+        self.bodies: dict[Route, tuple[str, ...]] = {}
         self.doc = doc
         self.refs = Refs(doc, name)
         self.global_name = global_name or "host"
@@ -359,8 +385,19 @@ class _Generator:
                 continue
             query, headers, dropped = self.carried(params, method, template)
             route = Route(path=derived.route, method=method)
-            self.operations.append(self.operation(op, verb, derived, params, dropped))
+            operation = self.operation(op, verb, derived, params, dropped)
+            operation = replace(
+                operation,
+                structured=True,
+                query_names=tuple(p.name for p in query),
+                header_names=tuple(p.name for p in headers),
+            )
+            self.operations.append(operation)
             self.allow.add(route)
+            if verb in _FULL_WITH_BODY:
+                have = self.bodies.setdefault(route, ())
+                new = operation.body_types
+                self.bodies[route] = (*have, *(t for t in new if t not in have))
             have_q, have_h = self.declared.setdefault(route, ({}, {}))
             for p in query:
                 have_q[p.name] = _union(have_q.get(p.name), p)
@@ -424,14 +461,6 @@ class _Generator:
             self.warnings.append(
                 f"{method} {template}: {', '.join(dropped)} cannot be sent through the broker"
             )
-        sendable = [f"query {go_quote(p.name)}" for p in query]
-        sendable += [f"header {go_quote(p.name)}" for p in headers]
-        if sendable:
-            self.warnings.append(
-                f"{method} {template}: allow.json declares {', '.join(sendable)}; the generated "
-                "method does not send them yet (it calls the bare route until the client sends "
-                "structured calls)"
-            )
         return query, headers, tuple(dropped)
 
     def health_mark(
@@ -490,9 +519,13 @@ class _Generator:
             )
         self.names.add(name)
         has_body = verb in _WITH_BODY and "requestBody" in op
-        if has_body:
-            self.refs.deref(op["requestBody"], f"{method} {path} requestBody")
-        args = naming.arg_names(derived.names, has_body)
+        body_types: tuple[str, ...] = ()
+        if has_body or (self.full and verb in _FULL_WITH_BODY and "requestBody" in op):
+            request_body = self.refs.deref(op["requestBody"], f"{method} {path} requestBody")
+            if self.full:
+                body_types = self.body_types(request_body, method, path)
+                has_body = bool(body_types)
+        args = naming.arg_names(derived.names, has_body, ("options",) if self.full else ())
         arg_of = iter(args)
         pieces = tuple(
             Piece(next(arg_of), True) if is_param else Piece(text, False)
@@ -510,7 +543,36 @@ class _Generator:
             pieces=pieces,
             params=params or Parameters(),
             dropped=dropped,
+            body_types=body_types,
+            body_type=_preferred(body_types),
         )
+
+    def body_types(self, request_body: Any, method: str, path: str) -> tuple[str, ...]:
+        """The body media types the broker can build for this operation, in its order.
+
+        `+json` types and `*/*` travel as JSON; any other type the broker cannot build
+        (octet-stream, XML) is named in a warning and not carried.
+        """
+        content = request_body.get("content") if isinstance(request_body, dict) else None
+        if not isinstance(content, dict):
+            return ()
+        found: list[str] = []
+        lost: list[str] = []
+        for raw in content:
+            media = str(raw).partition(";")[0].strip().lower()
+            if media.endswith("+json") or media in ("*/*", "application/*"):
+                media = "application/json"
+            if media in BODY_TYPES:
+                if media not in found:
+                    found.append(media)
+            else:
+                lost.append(str(raw))
+        if lost:
+            self.warnings.append(
+                f"{method} {path}: request body {', '.join(go_quote(m) for m in lost)} cannot be "
+                "sent through the broker (it builds JSON, form, multipart and text bodies)"
+            )
+        return tuple(found)
 
     def auto_name(self, method: str, path: str) -> str:
         return naming.unique(
@@ -578,6 +640,39 @@ class _Generator:
             raise SpecError(
                 f'specgen: operationId {quoted} collides with another method name "{name}"'
             )
+
+
+def _preferred(types: tuple[str, ...]) -> str:
+    """The media type a generated method sends: JSON when the document offers it."""
+    if "application/json" in types:
+        return "application/json"
+    return types[0] if types else ""
+
+
+def style_of(p: Parameter) -> str:
+    """The allow-entry style for a declared parameter ("" = one value), see specgen.allow."""
+    if p.location is ParameterLocation.HEADER:
+        return "simple" if p.schema.type == "array" else ""
+    if p.schema.type == "object":
+        return "deepObject" if p.deep_object else ""
+    if p.schema.type != "array":
+        return ""
+    if p.style == "form":
+        return "form" if p.explode else "form,explode=false"
+    if p.style in ("spaceDelimited", "pipeDelimited") and not p.explode:
+        return p.style
+    return ""
+
+
+def _body_entry(method: str, types: tuple[str, ...] | None) -> tuple[str, ...] | None:
+    """An entry's `body`: None when the default (JSON on PUT/POST/PATCH) says it already."""
+    if types is None:
+        return None
+    if method in ("PUT", "POST", "PATCH") and types == ("application/json",):
+        return None
+    if method not in ("PUT", "POST", "PATCH") and not types:
+        return None
+    return types
 
 
 def _union(have: Parameter | None, new: Parameter) -> Parameter:
@@ -649,8 +744,9 @@ def generate(
     catalog = tuple(
         AllowEntry(
             route,
-            tuple(Permit(p.name) for p in query),
-            tuple(Permit(p.name) for p in headers),
+            tuple(Permit(p.name, None, style_of(p)) for p in query),
+            tuple(Permit(p.name, None, style_of(p)) for p in headers),
+            _body_entry(route.method, gen.bodies.get(route, ())),
         )
         for route, query, headers in declared
     ) or tuple(AllowEntry(route) for route in allow)

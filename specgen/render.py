@@ -81,11 +81,12 @@ def _entry_text(entry: AllowEntry) -> str:
         return js_string(value)
     parts = []
     for key, item in value.items():
-        text = (
-            js_string(item)
-            if isinstance(item, str)
-            else "[" + ", ".join(map(js_string, item)) + "]"
-        )
+        if isinstance(item, str):
+            text = js_string(item)
+        elif isinstance(item, dict):
+            text = "{" + ", ".join(f"{js_string(k)}: {js_string(v)}" for k, v in item.items()) + "}"
+        else:
+            text = "[" + ", ".join(map(js_string, item)) + "]"
         parts.append(f"{js_string(key)}: {text}")
     return "{" + ", ".join(parts) + "}"
 

@@ -15,8 +15,11 @@ from dataclasses import dataclass
 
 from specgen.quoting import go_quote
 
-#: The verbs a grant can enforce. HEAD/OPTIONS/TRACE are deliberately absent.
+#: The verbs the reference's grants enforce (and `--compat reference` writes).
 METHODS: tuple[str, ...] = ("GET", "PUT", "POST", "DELETE", "PATCH")
+#: The verbs a grant may hold since issue 8: HEAD and OPTIONS too. TRACE never: the
+#: server echoes the request back, credential included.
+GRANT_METHODS: tuple[str, ...] = (*METHODS, "HEAD", "OPTIONS")
 
 # Bytes Go's url.PathEscape leaves alone in a path: the RFC 3986 unreserved set plus
 # the sub-delims and ':' '@' '/' it does not escape. Anything else would be rewritten on
@@ -143,11 +146,17 @@ def _segment_covers(mine: str, theirs: str) -> bool:
     return False
 
 
-def route_error(method: str, path: str) -> str | None:
-    """Why (method, path) cannot be a grant route, or None (ValidateHostRoute)."""
-    if method not in METHODS:
-        return f'route method "{method}" is not one of GET, PUT, POST, DELETE, PATCH'
-    err = pattern_error(path)
+def route_error(
+    method: str, path: str, *, methods: tuple[str, ...] = METHODS, partial: bool = False
+) -> str | None:
+    """Why (method, path) cannot be a grant route, or None (ValidateHostRoute).
+
+    `methods` and `partial` widen the reference's rule for the grants loader (HEAD,
+    OPTIONS and `*.json`-style segments, issue 8); the defaults are the reference's.
+    """
+    if method not in methods:
+        return f'route method "{method}" is not one of {", ".join(methods)}'
+    err = pattern_error(path, partial=partial)
     if err is not None:
         return f'route {method} "{path}": {err}'
     return None

@@ -25,8 +25,10 @@ from urllib.parse import urlsplit
 
 from runtime.errors import GrantsError, one_line
 from runtime.messages import MSG_NOT_AVAILABLE
+from specgen.allow import AllowEntry, AllowError, parse_entry
 from specgen.files import read_limited
 from specgen.routes import (
+    GRANT_METHODS,
     METHODS,
     Route,
     RouteError,
@@ -108,6 +110,8 @@ class Profile:
     base_url: str
     global_name: str
     allowed_callers: tuple[str, ...]
+    #: The allow entries' routes, in grant order (what caps, the client gate and the
+    #: trace key on); `entries` holds the same entries with the parameters they permit.
     allow: tuple[Route, ...]
     catalog: tuple[Route, ...] = ()
     preamble: str = ""
@@ -118,6 +122,17 @@ class Profile:
     #: Origins `--base-url` may aim this grant at instead of base_url (the operator's
     #: own list; `http://127.0.0.1:*` admits any port of a loopback host).
     base_url_overrides: tuple[str, ...] = ()
+    #: One per `allow` route, same order: the query and header parameters, pins,
+    #: styles and body media types it permits. Empty means bare routes (tests that
+    #: build a Profile by hand): each then permits no parameter and a JSON body only.
+    entries: tuple[AllowEntry, ...] = ()
+
+    def entry_for(self, route: Route) -> AllowEntry:
+        """The allow entry whose route is `route` (a bare entry when none was loaded)."""
+        for entry in self.entries:
+            if entry.route == route:
+                return entry
+        return AllowEntry(route)
 
     def allows(self, caller: str) -> bool:
         """May `caller` run with this profile? `*` in the list admits any caller id."""
@@ -262,10 +277,9 @@ def _build_profile(name: str, body: Any, base_dir: Path, env: Mapping[str, str])
     # JSON null counts as absent, as in the reference's decoder.
     body = {k: v for k, v in body.items() if v is not None}
 
-    allow_lines = _string_list(body, "allow")
-    allow = tuple(parse_route_line(line, "allow entry") for line in allow_lines)
-    catalog_lines = _string_list(body, "catalog")
-    catalog = tuple(parse_route_line(line, "catalog allow entry") for line in catalog_lines)
+    entries = _allow_entries(body)
+    allow = tuple(e.route for e in entries)
+    catalog = tuple(e.route for e in _allow_entries(body, "catalog"))
     _check_routes(catalog, "catalog ")
     callers = _callers(body)
     preamble = _preamble(body, base_dir)
@@ -305,6 +319,7 @@ def _build_profile(name: str, body: Any, base_dir: Path, env: Mapping[str, str])
         global_name=global_name,
         allowed_callers=callers,
         allow=allow,
+        entries=entries,
         catalog=catalog,
         preamble=preamble,
         health_check=health,
@@ -398,12 +413,30 @@ def _string_list(body: dict[str, Any], key: str) -> list[str]:
     return value
 
 
+def _allow_entries(body: dict[str, Any], key: str = "allow") -> tuple[AllowEntry, ...]:
+    """A list in the allow-entry language (specgen/allow.py, the one parser the
+    generator and the checker use too): strings or objects. `catalog` is the same
+    language, so allow.json can be pasted in as it is written."""
+    raw = body.get(key, [])
+    if not isinstance(raw, list) or not all(isinstance(v, str | dict) for v in raw):
+        raise _ProfileFault(f'{key} must be a list of "METHOD /path" strings or entry objects')
+    out: list[AllowEntry] = []
+    for item in raw:
+        try:
+            entry = parse_entry(item)
+        except AllowError as e:
+            what = "catalog " if key == "catalog" else ""
+            raise _ProfileFault(what + str(e)) from None
+        out.append(entry)
+    return tuple(out)
+
+
 def _check_routes(routes: tuple[Route, ...], prefix: str) -> None:
     seen: set[tuple[str, str]] = set()
     for route in routes:
         if not (_utf8(route.method) and _utf8(route.path)):
             raise _ProfileFault(f"{prefix}route method and path must be valid UTF-8")
-        err = route_error(route.method, route.path)
+        err = route_error(route.method, route.path, methods=GRANT_METHODS, partial=True)
         if err is not None:
             raise _ProfileFault(f"{prefix}{err}")
         key = (route.method, route.path)
@@ -585,6 +618,7 @@ def _quote(s: str) -> str:
 
 __all__ = [
     "DEFAULT_MAX_CALLS",
+    "GRANT_METHODS",
     "MAX_CALLS_CEILING",
     "METHODS",
     "Grants",

@@ -1,4 +1,12 @@
-"""Decode the guest's host-call envelope `{method, path, body?}` (reference section 5.3).
+"""Decode the guest's host-call envelope (reference section 5.3, extended by issue 8).
+
+Two shapes: the reference's raw call `{method, path, body?}`, and the structured call
+the generated client sends, `{method, route, values?, query?, headers?, body?, type?}`:
+the route pattern with a `*` per path value, the values, the query and header
+parameters as objects, and the body's media type. The sandbox only checks the shape
+(scalars, arrays of scalars, objects of scalars); every rule about what may be sent is
+the broker's. Inside `query` and `headers` duplicate names are kept, not merged, so the
+broker can refuse them.
 
 Why a hand-written scanner around the stdlib decoder: the broker must approve and forward
 the guest's `body` byte for byte ("approve == wire"), so the body is never parsed and
@@ -15,7 +23,7 @@ import json
 from dataclasses import dataclass
 from json.decoder import scanstring
 
-from runtime.contract import HostRequest
+from runtime.contract import HostRequest, ObjectValue, ParamValue
 from runtime.messages import MSG_ENVELOPE_INVALID, MSG_ENVELOPE_TOO_LARGE
 
 #: 1 MiB + 64 KiB: the largest envelope the host will read.
@@ -23,7 +31,8 @@ MAX_ENVELOPE_BYTES = 1_114_112
 TEXT_TOO_LARGE = MSG_ENVELOPE_TOO_LARGE + "\n"
 TEXT_INVALID = MSG_ENVELOPE_INVALID + "\n"
 STATUS_TOO_LARGE, STATUS_INVALID = 413, 400
-_KEYS = ("method", "path", "body")
+_KEYS = ("method", "path", "body", "route", "values", "query", "headers", "type")
+_STRUCTURED = ("route", "values", "query", "headers", "type")
 _WS = " \t\n\r"
 
 
@@ -42,6 +51,17 @@ _DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
 # so a long integer (over Python's 4300-digit int limit) is forwarded, not refused.
 _SPAN_DECODER = json.JSONDecoder(
     parse_constant=_refuse_constant, parse_int=lambda _: 0, parse_float=lambda _: 0.0
+)
+
+
+class _Pairs(list[tuple[str, object]]):
+    """A JSON object inside `query`/`headers`, as its pairs (duplicates kept)."""
+
+
+# Parameters: numbers keep the text the guest wrote (JSON.stringify's canonical form),
+# objects keep every pair, so nothing is folded before the broker sees it.
+_PARAM_DECODER = json.JSONDecoder(
+    parse_constant=_refuse_constant, parse_int=str, parse_float=str, object_pairs_hook=_Pairs
 )
 
 
@@ -72,7 +92,13 @@ def _scan_object(s: str) -> dict[str, tuple[int, int, object]]:
             if i >= len(s) or s[i] != ":":
                 raise ValueError("expected ':'")
             start = _skip_ws(s, i + 1)
-            decoder = _SPAN_DECODER if folded == "body" else _DECODER
+            decoder = (
+                _SPAN_DECODER
+                if folded == "body"
+                else _PARAM_DECODER
+                if folded in ("values", "query", "headers")
+                else _DECODER
+            )
             value, end = decoder.raw_decode(s, start)
             fields[folded] = (start, end, value)
             i = _skip_ws(s, end)
@@ -98,11 +124,71 @@ def decode(raw: bytes) -> HostRequest | EnvelopeRefusal:
     except (ValueError, RecursionError):
         return EnvelopeRefusal(STATUS_INVALID, TEXT_INVALID)
     method = fields.get("method", (0, 0, ""))[2]
-    path = fields.get("path", (0, 0, ""))[2]
-    if not isinstance(method, str) or not isinstance(path, str):
-        return EnvelopeRefusal(STATUS_INVALID, TEXT_INVALID)
     body = None
     if "body" in fields:
         start, end, _ = fields["body"]
         body = text[start:end].encode("utf-8")
-    return HostRequest(method, path, body)
+    if not isinstance(method, str):
+        return EnvelopeRefusal(STATUS_INVALID, TEXT_INVALID)
+    if "route" not in fields:
+        path = fields.get("path", (0, 0, ""))[2]
+        if not isinstance(path, str) or any(k in fields for k in _STRUCTURED):
+            return EnvelopeRefusal(STATUS_INVALID, TEXT_INVALID)
+        return HostRequest(method, path, body)
+    try:
+        return _structured(method, fields, body)
+    except ValueError:
+        return EnvelopeRefusal(STATUS_INVALID, TEXT_INVALID)
+
+
+def _scalar(value: object) -> str:
+    """A scalar as the text it travels as; numbers arrive as their JSON text already."""
+    if value is True or value is False:
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    raise ValueError("not a scalar")
+
+
+def _param(value: object) -> ParamValue:
+    if isinstance(value, _Pairs):
+        return ObjectValue(tuple((k, _scalar(v)) for k, v in value))
+    if isinstance(value, list):
+        return tuple(_scalar(v) for v in value)
+    return _scalar(value)
+
+
+def _params(fields: dict[str, tuple[int, int, object]], key: str) -> tuple[tuple[str, ParamValue], ...]:
+    raw = fields.get(key, (0, 0, None))[2]
+    if raw is None:
+        return ()
+    if not isinstance(raw, _Pairs):
+        raise ValueError(f"{key} is not an object")
+    # null means "not sent", as JSON.stringify already drops undefined
+    return tuple((name, _param(value)) for name, value in raw if value is not None)
+
+
+def _structured(
+    method: str, fields: dict[str, tuple[int, int, object]], body: bytes | None
+) -> HostRequest:
+    if "path" in fields:
+        raise ValueError("route and path together")
+    route = fields["route"][2]
+    raw_values = fields.get("values", (0, 0, None))[2]
+    media_type = fields.get("type", (0, 0, None))[2]
+    if not isinstance(route, str) or not (media_type is None or isinstance(media_type, str)):
+        raise ValueError("route and type are strings")
+    if raw_values is None:
+        raw_values = []
+    if not isinstance(raw_values, list):
+        raise ValueError("values is a list")
+    return HostRequest(
+        method,
+        "",
+        body,
+        route=route,
+        values=tuple(_scalar(v) for v in raw_values),
+        query=_params(fields, "query"),
+        headers=_params(fields, "headers"),
+        media_type=media_type,
+    )
