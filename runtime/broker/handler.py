@@ -93,6 +93,8 @@ class _Admitted:
     bytes_sent: int
     seq: int
     since: float = field(default_factory=time.monotonic)
+    #: Names of the query and header parameters sent (the trace keeps these, never values).
+    params: tuple[str, ...] = ()
 
 
 def _answered(reply: HostReply) -> HostReply:
@@ -143,7 +145,7 @@ class Broker:
             self.trace.deny()
             return refusal(429, MSG_CAPACITY)
         try:
-            decided = self._decide(call.method, call.path, call.body)
+            decided = self._decide(call)
             if isinstance(decided, HostReply):
                 return decided
             return self._send(decided)
@@ -162,7 +164,7 @@ class Broker:
         if self._ended or self._expired():
             self.trace.deny()
             return functools.partial(_answered, refusal(503, MSG_ENDED))
-        decided = self._decide(call.method, call.path, call.body)
+        decided = self._decide(call)
         if isinstance(decided, HostReply):
             return functools.partial(_answered, decided)
         return functools.partial(self._send_when_free, decided)
@@ -176,7 +178,7 @@ class Broker:
         finally:
             self._slots.release()
 
-    def _decide(self, method: str, path: str, body: bytes | None) -> HostReply | _Admitted:
+    def _decide(self, call: HostRequest) -> HostReply | _Admitted:
         with self._lock:
             self._calls += 1
             over_budget = self._calls > self._budget
@@ -184,36 +186,42 @@ class Broker:
             self.trace.deny()
             return refusal(429, MSG_BUDGET)
 
-        route = self._policy.approve(method, path)
-        if route is None:
-            self.trace.deny()
-            return refusal(403, MSG_FORBIDDEN)
-
+        body = call.body
         if body is not None and not isinstance(body, bytes | bytearray | memoryview):
             # Not what the HostHandler contract promises; forwarding a guess would send
             # bytes nobody approved.
             self.trace.deny()
             return refusal(403, MSG_FORBIDDEN)
-        payload = bytes(body) if body is not None else b""
-        if len(payload) > MAX_REQUEST_BODY:
+        plan = self._policy.plan(call)
+        if plan is None:
+            self.trace.deny()
+            return refusal(403, MSG_FORBIDDEN)
+        route, path = plan.route, plan.path
+        if body is not None and len(body) > MAX_REQUEST_BODY:
             self.trace.deny()
             return refusal(413, MSG_TOO_LARGE)
 
         try:
             request = self._policy.build(
-                self._client, route.method, path, payload, self._call_timeout()
+                self._client, route.method, path, plan.payload, self._call_timeout(), plan
             )
         except Exception:
             request = None
         if request is None:
             self.trace.deny()
             return refusal(403, MSG_FORBIDDEN)
+        payload = request.content
+        if len(payload) > MAX_REQUEST_BODY:
+            self.trace.deny()
+            return refusal(413, MSG_TOO_LARGE)
 
         if self._ended or self._expired():
             self.trace.deny()
             return refusal(503, MSG_ENDED)
 
-        admitted = _Admitted(route, request, len(payload), self.trace.reserve())
+        admitted = _Admitted(
+            route, request, len(payload), self.trace.reserve(), params=plan.param_names
+        )
         with self._lock:
             self._open[admitted.seq] = admitted
         return admitted
@@ -237,6 +245,7 @@ class Broker:
             self.trace.record(
                 call.route,
                 seq=call.seq,
+                params=call.params,
                 status=status,
                 delivered=delivered,
                 bytes_sent=call.bytes_sent,
@@ -264,6 +273,7 @@ class Broker:
         self.trace.record(
             call.route,
             seq=call.seq,
+            params=call.params,
             status=0,
             delivered=False,
             bytes_sent=0,

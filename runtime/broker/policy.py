@@ -1,27 +1,61 @@
 """The broker's decision: is this call allowed, and what exactly goes on the wire.
 
 Why apart from sending: every rule that turns a guest's request into an upstream one
-lives here and nowhere else, with no HTTP client of its own. A call is approved only
-if its method is one of the five verbs in ASCII letters and its path matches an allow
-entry; the request is built from nothing the guest controls except the approved path
-and the body bytes (fixed headers, the operator's origin, the credential's headers
-added last), and refused when its wire form is not what was approved.
+lives here (and in `calls.py`, which rebuilds a structured call's pieces) and nowhere
+else, with no HTTP client of its own. A call is approved only if its method is a grant
+verb in ASCII letters and its target matches an allow entry; the request is built from
+nothing the guest controls except what that entry permits: the path (a raw call's
+canonical path, or a structured call's values each encoded as one segment), the query
+and header parameters the entry lists (pins added), and a body of a media type the
+entry permits. Fixed headers, the operator's origin and the credential's headers are
+added last, and a request whose wire form is not what was approved is refused.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import httpx
 
+from runtime.broker import calls
+from runtime.broker.calls import Body, CallRefused
 from runtime.broker.credentials import Credential, credential_for
 from runtime.broker.grants import Profile
 from runtime.broker.reflection import Reflection
-from specgen.routes import METHODS, Route, first_match
+from runtime.contract import HostRequest
+from specgen.allow import AllowEntry
+from specgen.routes import GRANT_METHODS, Route, first_match
+
+
+@dataclass(frozen=True)
+class Plan:
+    """An approved call: the entry it matched and the wire pieces built for it."""
+
+    route: Route
+    #: The request path as sent (ASCII, percent-encoded where values needed it).
+    path: str
+    #: The query string without `?` ("" for none), in the entry's order.
+    query: str = ""
+    headers: tuple[tuple[str, str], ...] = ()
+    body: Body | None = None
+    #: Names of the query and header parameters sent (the trace keeps these, never values).
+    param_names: tuple[str, ...] = ()
+
+    @property
+    def payload(self) -> bytes:
+        """The JSON or text bytes as forwarded (b"" for none or a built form body)."""
+        return self.body.content or b"" if self.body is not None else b""
+
+    @property
+    def target(self) -> str:
+        return self.path + ("?" + self.query if self.query else "")
 
 
 class Policy:
     """One profile's rules: approve a call, build its request, check a reply for the key."""
 
     def __init__(self, profile: Profile) -> None:
+        self._profile = profile
         self._base_url = profile.base_url
         self._allow: tuple[Route, ...] = profile.allow
         self._origin = httpx.URL(profile.base_url)
@@ -30,26 +64,81 @@ class Policy:
         self._reflection = Reflection(self._credential.secrets() if self._credential else ())
 
     def approve(self, method: object, path: object) -> Route | None:
-        """The allow entry admitting this call, or None to refuse it.
+        """The allow entry admitting this raw call, or None to refuse it.
 
-        The method must be one of the five verbs in ASCII letters: `str.upper()` maps
-        some non-ASCII letters onto ASCII ones (`"poſt".upper() == "POST"`), and a verb
+        The method must be a grant verb in ASCII letters: `str.upper()` maps some
+        non-ASCII letters onto ASCII ones (`"poſt".upper() == "POST"`), and a verb
         spelled that way is not one the operator wrote.
         """
         if not isinstance(method, str) or not isinstance(path, str):
             return None
-        if not method.isascii() or method.upper() not in METHODS:
+        if not method.isascii() or method.upper() not in GRANT_METHODS:
             return None
         return first_match(self._allow, method.upper(), path)
 
+    def plan(self, call: HostRequest) -> Plan | None:
+        """The approved wire pieces of a host call, raw or structured, or None to refuse."""
+        try:
+            return self._plan(call)
+        except CallRefused:
+            return None
+
+    def _plan(self, call: HostRequest) -> Plan | None:
+        method = call.method
+        if not isinstance(method, str) or not method.isascii():
+            return None
+        method = method.upper()
+        if method not in GRANT_METHODS:
+            return None
+        if call.route is None:
+            route = self.approve(method, call.path)
+            path = call.path
+        else:
+            path, from_value = calls.build_path(call.route, call.values)
+            route = calls.match_wire(self._allow, method, path, from_value)
+        if route is None:
+            return None
+        entry: AllowEntry = self._profile.entry_for(route)
+        query = calls.build_query(entry, call.query)
+        headers = calls.build_headers(entry, call.headers, self._reserved_headers())
+        body = calls.build_body(entry, call.body, call.media_type)
+        if len((path + "?" + query).encode("utf-8", "surrogatepass")) > calls.MAX_TARGET_BYTES:
+            raise CallRefused("the request target is too long")
+        sent = {name for name, _ in call.query} | {p.name for p in entry.query if p.value}
+        names = tuple(p.name for p in entry.query if p.name in sent)
+        given_headers = {name.lower() for name, _ in call.headers}
+        names += tuple(
+            p.name for p in entry.headers if p.value or p.name.lower() in given_headers
+        )
+        return Plan(route, path, query, tuple(headers), body, names)
+
+    def _reserved_headers(self) -> tuple[str, ...]:
+        """Header names the credential sets: never the guest's to choose."""
+        if self._credential is None:
+            return ()
+        return tuple(name for name, _ in self._credential.headers())
+
     def build(
-        self, client: httpx.Client, method: str, path: str, payload: bytes, timeout_s: float
+        self,
+        client: httpx.Client,
+        method: str,
+        path: str,
+        payload: bytes,
+        timeout_s: float,
+        plan: Plan | None = None,
     ) -> httpx.Request | None:
-        """The upstream request, or None when its wire form is not what was approved."""
-        url = httpx.URL(self._base_url + path)
+        """The upstream request, or None when its wire form is not what was approved.
+
+        Without `plan` this is a bare request for `path` with a JSON `payload` (the
+        health probe); with one, every piece comes from the plan.
+        """
+        if plan is None:
+            plan = Plan(Route(path, method), path, body=Body("application/json", payload or None))
+        target = plan.target
+        url = httpx.URL(self._base_url + target)
         if (
-            url.raw_path != path.encode("ascii")
-            or url.query
+            url.raw_path != target.encode("ascii")
+            or url.query != plan.query.encode("ascii")
             or url.fragment
             or url.scheme != self._origin.scheme
             or url.host != self._origin.host
@@ -57,21 +146,37 @@ class Policy:
             or url.userinfo
         ):
             return None
+        body = plan.body
+        content = body.content if body is not None else None
+        fields: dict[str, list[str]] = {}
+        for name, value in body.fields if body is not None else ():
+            fields.setdefault(name, []).append(value)
         request = client.build_request(
             method,
             url,
-            headers=self._headers(bool(payload)),
-            content=payload if payload else None,
+            headers=self._headers(body, plan.headers),
+            content=content if content else None,
+            data=fields or None,
+            files=list(body.parts) if body is not None and body.parts else None,
             timeout=httpx.Timeout(timeout_s),
         )
-        if request.url.raw_path != path.encode("ascii") or request.method != method:
+        request.read()  # form and multipart bodies are streams; the size check needs bytes
+        if request.url.raw_path != target.encode("ascii") or request.method != method:
             return None
+        if body is not None and (body.fields or body.parts):
+            sent_type = request.headers.get("content-type", "")
+            if sent_type.partition(";")[0] != body.media_type:
+                return None
         return request
 
-    def _headers(self, has_body: bool) -> list[tuple[str, str]]:
+    def _headers(
+        self, body: Body | None, extra: tuple[tuple[str, str], ...]
+    ) -> list[tuple[str, str]]:
         headers = [("Accept", "application/json"), ("Accept-Encoding", "identity")]
-        if has_body:
-            headers.append(("Content-Type", "application/json"))
+        headers += list(extra)
+        if body is not None and body.content:
+            kind = body.media_type
+            headers.append(("Content-Type", kind + ("; charset=utf-8" if kind == "text/plain" else "")))
         if self._credential is not None:
             headers += self._credential.headers()
         return headers
@@ -81,4 +186,4 @@ class Policy:
         return self._reflection.found(body)
 
 
-__all__ = ["Policy"]
+__all__ = ["Plan", "Policy"]

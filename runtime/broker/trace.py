@@ -1,8 +1,8 @@
 """The broker's record of a run: metadata only, by construction.
 
 A row has a field for the allow entry a call matched (the operator's own text), its
-status, sizes and latency, and nothing else. There is no field for the raw path, a
-query, a body, a header or the key, so no later change to what the broker sees can
+status, sizes and latency, the names of the parameters it sent, and nothing else. There
+is no field for the raw path, a parameter's value, a body, a header value or the key, so no later change to what the broker sees can
 make the trace (or the audit line built from it) carry them. Denied calls are only
 counted: they matched no template, so there is nothing safe to record about them.
 
@@ -49,6 +49,9 @@ class TraceRow:
     #: Why nothing was delivered (runtime.broker.upstream.Failure's value), else None.
     #: An enum value only, never a URL or an exception's text.
     failure: str | None = None
+    #: Names of the query and header parameters the call sent (issue 8), never their
+    #: values; omitted from the audit line when there are none.
+    params: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,11 +76,20 @@ class TraceSnapshot:
 
     def to_dict(self) -> dict[str, object]:
         return {
-            "calls": [asdict(r) for r in self.rows],
+            "calls": [_row_dict(r) for r in self.rows],
             "denied": self.denied,
             "dropped": self.dropped,
             "routes": [asdict(c) for c in self.routes],
         }
+
+
+def _row_dict(row: TraceRow) -> dict[str, object]:
+    out = asdict(row)
+    if not row.params:
+        del out["params"]  # rows of calls without parameters read as they always did
+    else:
+        out["params"] = list(row.params)
+    return out
 
 
 class CallTrace:
@@ -105,6 +117,7 @@ class CallTrace:
         self,
         route: Route,
         *,
+        params: tuple[str, ...] = (),
         status: int,
         delivered: bool,
         bytes_sent: int,
@@ -140,6 +153,7 @@ class CallTrace:
                     bytes_back=bytes_back if delivered else 0,
                     latency_ms=round(latency_s * 1000.0, 3),
                     failure=str(failure) if failure is not None else None,
+                    params=params,
                 )
             )
 
