@@ -85,7 +85,22 @@ class Operation:
     @property
     def arg_list(self) -> tuple[str, ...]:
         args = (*self.args, "body") if self.has_body else self.args
-        return (*args, "options") if self.structured else args
+        return (*args, "options") if self.has_options else args
+
+    @property
+    def has_options(self) -> bool:
+        """Does the method take an `options` object (its query and header parameters)?"""
+        return self.structured and bool(self.query_names or self.header_names)
+
+    @property
+    def options_note(self) -> str:
+        """The description's line naming what `options` may hold."""
+        parts = []
+        if self.query_names:
+            parts.append("query " + ", ".join(self.query_names))
+        if self.header_names:
+            parts.append("headers " + ", ".join(self.header_names))
+        return "; ".join(parts)
 
     @property
     def call_spec(self) -> str:

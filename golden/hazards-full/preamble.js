@@ -2,16 +2,16 @@
 ;(function () {
   const h = globalThis["home"];
   if (!h) return;
-  h["putDoc"] = (id, body) => h.put("/api/v2/docs/" + id, body);
-  h["trigger"] = () => h.post("/api/v2/events");
-  h["feed"] = () => h.get("/api/v2/feed");
-  h["preflightFeed"] = () => h.call("OPTIONS", "/api/v2/feed");
-  h["getFile"] = (name) => h.get("/api/v2/files/" + name + ".json");
-  h["get_item"] = (item_id) => h.get("/api/v2/items/" + item_id);
-  h["legacyList"] = () => h.get("/api/v2/legacy/");
-  h["deleteNode"] = (default_) => h.del("/api/v2/nodes/" + default_);
-  h["getPair"] = (a_b, a_b_) => h.get("/api/v2/pairs/" + a_b + "/" + a_b_);
-  h["search"] = () => h.get("/api/v2/search");
-  h["get_stock"] = () => h.get("/api/v2/stock");
-  h["getThing"] = (h_) => h.get("/api/v2/things/" + h_);
+  h["putDoc"] = (id, body) => h.call({method: "PUT", route: "/api/v2/docs/*"}, [id], body);
+  h["trigger"] = () => h.call({method: "POST", route: "/api/v2/events"}, [], undefined);
+  h["feed"] = (options) => h.call({method: "GET", route: "/api/v2/feed", query: ["cursor"]}, [], undefined, options);
+  h["preflightFeed"] = () => h.call({method: "OPTIONS", route: "/api/v2/feed"}, [], undefined);
+  h["getFile"] = (name) => h.call({method: "GET", route: "/api/v2/files/*.json"}, [name], undefined);
+  h["get_item"] = (item_id) => h.call({method: "GET", route: "/api/v2/items/*"}, [item_id], undefined);
+  h["legacyList"] = () => h.call({method: "GET", route: "/api/v2/legacy/"}, [], undefined);
+  h["deleteNode"] = (default_) => h.call({method: "DELETE", route: "/api/v2/nodes/*"}, [default_], undefined);
+  h["getPair"] = (a_b, a_b_) => h.call({method: "GET", route: "/api/v2/pairs/*/*"}, [a_b, a_b_], undefined);
+  h["search"] = (options) => h.call({method: "GET", route: "/api/v2/search", query: ["q"]}, [], undefined, options);
+  h["get_stock"] = () => h.call({method: "GET", route: "/api/v2/stock"}, [], undefined);
+  h["getThing"] = (h_) => h.call({method: "GET", route: "/api/v2/things/*"}, [h_], undefined);
 })();
