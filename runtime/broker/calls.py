@@ -140,9 +140,7 @@ def match_wire(
         want = route.segments
         if len(want) != len(got):
             continue
-        if all(
-            _segment_admits(w, g, v) for w, g, v in zip(want, got, from_value, strict=True)
-        ):
+        if all(_segment_admits(w, g, v) for w, g, v in zip(want, got, from_value, strict=True)):
             return route
     return None
 
@@ -150,7 +148,9 @@ def match_wire(
 # -- query -----------------------------------------------------------------------------
 
 
-def _unique(pairs: tuple[tuple[str, ParamValue], ...], fold: bool, kind: str) -> dict[str, ParamValue]:
+def _unique(
+    pairs: tuple[tuple[str, ParamValue], ...], fold: bool, kind: str
+) -> dict[str, ParamValue]:
     out: dict[str, ParamValue] = {}
     for name, value in pairs:
         if _has_control(name):

@@ -107,9 +107,7 @@ class Policy:
         sent = {name for name, _ in call.query} | {p.name for p in entry.query if p.value}
         names = tuple(p.name for p in entry.query if p.name in sent)
         given_headers = {name.lower() for name, _ in call.headers}
-        names += tuple(
-            p.name for p in entry.headers if p.value or p.name.lower() in given_headers
-        )
+        names += tuple(p.name for p in entry.headers if p.value or p.name.lower() in given_headers)
         return Plan(route, path, query, tuple(headers), body, names)
 
     def _reserved_headers(self) -> tuple[str, ...]:
@@ -176,7 +174,9 @@ class Policy:
         headers += list(extra)
         if body is not None and body.content:
             kind = body.media_type
-            headers.append(("Content-Type", kind + ("; charset=utf-8" if kind == "text/plain" else "")))
+            headers.append(
+                ("Content-Type", kind + ("; charset=utf-8" if kind == "text/plain" else ""))
+            )
         if self._credential is not None:
             headers += self._credential.headers()
         return headers

@@ -158,7 +158,9 @@ def _param(value: object) -> ParamValue:
     return _scalar(value)
 
 
-def _params(fields: dict[str, tuple[int, int, object]], key: str) -> tuple[tuple[str, ParamValue], ...]:
+def _params(
+    fields: dict[str, tuple[int, int, object]], key: str
+) -> tuple[tuple[str, ParamValue], ...]:
     raw = fields.get(key, (0, 0, None))[2]
     if raw is None:
         return ()
