@@ -88,6 +88,18 @@ class Operation:
         return (*args, "options") if self.has_options else args
 
     @property
+    def call_args(self) -> str:
+        """The arguments of the structured `h.call`: spec, values, body, options, with
+        trailing ones left out when the method has none."""
+        args = [self.call_spec, "[" + ", ".join(self.args) + "]"]
+        args.append("body" if self.has_body else "undefined")
+        if self.has_options:
+            args.append("options")
+        while args[-1] in ("undefined", "[]"):
+            args.pop()
+        return ", ".join(args)
+
+    @property
     def has_options(self) -> bool:
         """Does the method take an `options` object (its query and header parameters)?"""
         return self.structured and bool(self.query_names or self.header_names)

@@ -2,13 +2,13 @@
 ;(function () {
   const h = globalThis["home"];
   if (!h) return;
-  h["listLights"] = () => h.call({method: "GET", route: "/lights"}, [], undefined);
-  h["createLight"] = (body) => h.call({method: "POST", route: "/lights"}, [], body);
-  h["getLight"] = (id) => h.call({method: "GET", route: "/lights/*"}, [id], undefined);
-  h["setLight"] = (id, body) => h.call({method: "PUT", route: "/lights/*"}, [id], body);
-  h["deleteLight"] = (id) => h.call({method: "DELETE", route: "/lights/*"}, [id], undefined);
-  h["updateLight"] = (id, body) => h.call({method: "PATCH", route: "/lights/*"}, [id], body);
-  h["listRoomLights"] = (room) => h.call({method: "GET", route: "/rooms/*/lights"}, [room], undefined);
-  h["listScenes"] = () => h.call({method: "GET", route: "/scenes"}, [], undefined);
-  h["getStatus"] = () => h.call({method: "GET", route: "/status"}, [], undefined);
+  h["listLights"] = () => h.get("/lights");
+  h["createLight"] = (body) => h.post("/lights", body);
+  h["getLight"] = (id) => h.get("/lights/" + id);
+  h["setLight"] = (id, body) => h.put("/lights/" + id, body);
+  h["deleteLight"] = (id) => h.del("/lights/" + id);
+  h["updateLight"] = (id, body) => h.patch("/lights/" + id, body);
+  h["listRoomLights"] = (room) => h.get("/rooms/" + room + "/lights");
+  h["listScenes"] = () => h.get("/scenes");
+  h["getStatus"] = () => h.get("/status");
 })();

@@ -367,5 +367,11 @@ def test_the_page_claims_nothing_the_code_lacks() -> None:
     mem0 = build(str(ROOT / "examples/mem0_grant/mem0.openapi.json"), Options())
     assert len(mem0.gen.operations) == 55 and not mem0.gen.skipped
     assert "specgen generates all 55 operations" in text
+    # ... and the grants loader reads the allow entries it writes, query, pins and bodies
+    from runtime.broker.grants import _allow_entries
+
+    entries = _allow_entries({"allow": json.loads(mem0.files["allow.json"])})
+    assert any(e.query for e in entries) and any(e.body for e in entries)
+    assert "whose query parameters, <code>DELETE</code> bodies and pins a grant now carries" in text
     assert Bearer(Secret("k")).headers() == [("Authorization", "Bearer k")]
     assert "Authorization: Bearer &lt;key&gt;" in text

@@ -16,6 +16,7 @@ import pytest
 
 from runtime import GuestGrant, HostReply, HostRequest, Limits
 from runtime import run_sandbox as run
+from runtime.broker.calls import build_path, match_wire
 from specgen import operations, render
 from specgen.routes import first_match, parse_route_line
 
@@ -29,17 +30,26 @@ ALLOW = tuple(
 TOKEN = "fake-agent-memory-token-held-by-the-broker"
 
 
-@pytest.fixture(scope="module")
-def grant() -> GuestGrant:
+@pytest.fixture(scope="module", params=["reference", ""], ids=["reference", "structured"])
+def grant(request: pytest.FixtureRequest) -> GuestGrant:
+    """The page's preamble (reference mode, raw paths) and the default build's
+    (structured calls): the page's runs must print the same with either."""
     doc = json.loads((EXAMPLE / "agent-memory.openapi.json").read_text())
-    gen = operations.generate(doc, name="agent-memory", global_name="memory", prefix="/client/v4")
+    gen = operations.generate(
+        doc, name="agent-memory", global_name="memory", prefix="/client/v4", compat=request.param
+    )
     preamble = render.artifacts(gen)["preamble.js"]
     return GuestGrant(global_name="memory", allow=ALLOW, preamble=preamble)
 
 
 def broker(request: HostRequest) -> HostReply:
     # The stand-in holds no key: what run 5 looks for is planted by the test below.
-    if first_match(ALLOW, request.method, request.path) is None:
+    if request.route is not None:
+        path, from_value = build_path(request.route, request.values)
+        matched = match_wire(ALLOW, request.method, path, from_value)
+    else:
+        matched = first_match(ALLOW, request.method, request.path)
+    if matched is None:
         return HostReply(403, b"forbidden by sandbox capability allowlist\n")
     return HostReply(200, b'{"success":true,"result":{"count":1,"answer":"x"}}', "application/json")
 

@@ -564,8 +564,8 @@ def test_check_fails_after_editing_a_file(tmp_path: Path) -> None:
     out = copy_golden(tmp_path, "smart-home")
     path = out / "preamble.js"
     path.write_text(path.read_text().replace('h.get("/scenes")', 'h.get("/admin")'))
-    result = run("check", SMART, out, "--global", "home", full=True)
-    assert_stale(result, SMART, out)
+    result = run("check", SMART, out, "--global", "home")
+    assert_stale(result, SMART, out, " --compat reference")
     assert result.stdout.splitlines()[:2] == [
         f"--- {path} (committed)",
         f"+++ {path} (from the document)",
@@ -573,8 +573,8 @@ def test_check_fails_after_editing_a_file(tmp_path: Path) -> None:
     assert '-  h["listScenes"] = () => h.get("/admin");' in result.stdout.splitlines()
     assert '+  h["listScenes"] = () => h.get("/scenes");' in result.stdout.splitlines()
     # the regenerate command really regenerates
-    assert run("build", SMART, "-o", out, "--global", "home", full=True).exit_code == 0
-    assert run("check", SMART, out, "--global", "home", full=True).exit_code == 0
+    assert run("build", SMART, "-o", out, "--global", "home").exit_code == 0
+    assert run("check", SMART, out, "--global", "home").exit_code == 0
 
 
 def test_check_fails_on_a_stale_health_check(tmp_path: Path) -> None:
@@ -767,10 +767,11 @@ def proc(
 
 def test_console_script_build_check_and_stdin(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    built = proc("build", SMART, "-o", out, "--global", "home", cwd=tmp_path)
+    ref = ("--compat", "reference")  # golden/smart-home is the reference's output
+    built = proc("build", SMART, "-o", out, "--global", "home", *ref, cwd=tmp_path)
     assert built.returncode == 0, built.stderr
     assert folder(out) == golden("smart-home")
-    checked = proc("check", SMART, out, "--global", "home")
+    checked = proc("check", SMART, out, "--global", "home", *ref)
     assert (checked.returncode, checked.stderr) == (0, "specgen: up to date\n")
     piped = proc(
         "emit",

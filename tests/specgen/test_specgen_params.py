@@ -104,7 +104,12 @@ def test_parameters_merge_path_item_and_operation_by_name_and_location() -> None
     assert [x.location for x in p.cookie] == [ParameterLocation.COOKIE]
     assert operation.dropped == ('cookie "sid" (a grant sends no cookies)',)
     assert allow_json(g) == [
-        {"route": "GET /a/*", "query": ["limit", "page", "filter", "ids"], "headers": ["x-trace"]}
+        {
+            "route": "GET /a/*",
+            "query": ["limit", "page", "filter", "ids"],
+            "headers": ["x-trace"],
+            "style": {"filter": "deepObject", "ids": "pipeDelimited"},
+        }
     ]
 
 
@@ -112,7 +117,12 @@ def test_a_required_query_parameter_no_longer_skips_the_operation() -> None:
     g = gen({"/search": {"get": op("search", parameters=[q("q", required=True)])}})
     assert not g.skipped
     assert allow_json(g) == ["GET /search?q"]
-    assert any('allow.json declares query "q"' in w for w in g.warnings)
+    assert not any("does not send" in w for w in g.warnings)  # it sends them now
+    src = artifacts(g)["preamble.js"]
+    assert (
+        'h["search"] = (options) => h.call({method: "GET", route: "/search", query: ["q"]}, [], undefined, options);'
+        in src
+    )
     with pytest.raises(SpecError, match="no supported operations"):
         gen(
             {"/search": {"get": op("search", parameters=[q("q", required=True)])}},
@@ -136,7 +146,9 @@ def test_a_header_the_broker_owns_is_dropped_with_a_warning(header: str) -> None
 def test_trailing_slash_routes_are_ordinary_and_distinct() -> None:
     g = gen({"/a/": {"get": op("slash")}, "/a": {"get": op("bare")}})
     assert allow_json(g) == ["GET /a", "GET /a/"]
-    assert 'h["slash"] = () => h.get("/a/");' in artifacts(g)["preamble.js"]
+    assert (
+        'h["slash"] = () => h.call({method: "GET", route: "/a/"});' in artifacts(g)["preamble.js"]
+    )
     ref = gen({"/a/": {"get": op("slash")}, "/a": {"get": op("bare")}}, compat="reference")
     assert [str(r) for r in ref.allow] == ["GET /a"]
 
@@ -145,17 +157,21 @@ def test_head_and_options_are_carried_through_call_and_trace_is_not() -> None:
     g = gen({"/a": {"head": op("peek"), "options": op("pre"), "trace": op("echo"), "get": op("a")}})
     assert allow_json(g) == ["GET /a", "HEAD /a", "OPTIONS /a"]
     src = artifacts(g)["preamble.js"]
-    assert 'h["peek"] = () => h.call("HEAD", "/a");' in src
-    assert 'h["pre"] = () => h.call("OPTIONS", "/a");' in src
+    assert 'h["peek"] = () => h.call({method: "HEAD", route: "/a"});' in src
+    assert 'h["pre"] = () => h.call({method: "OPTIONS", route: "/a"});' in src
     assert [(s.method, s.reason) for s in g.skipped] == [("TRACE", SKIP_TRACE)]
 
 
 @pytest.mark.parametrize(
     ("path", "route", "call"),
     [
-        ("/files/{name}.json", "GET /files/*.json", 'h.get("/files/" + name + ".json")'),
-        ("/v{n}/x", "GET /v*/x", 'h.get("/v" + n + "/x")'),
-        ("/a/pre{id}post", "GET /a/pre*post", 'h.get("/a/pre" + id + "post")'),
+        (
+            "/files/{name}.json",
+            "GET /files/*.json",
+            '{method: "GET", route: "/files/*.json"}, [name]',
+        ),
+        ("/v{n}/x", "GET /v*/x", '{method: "GET", route: "/v*/x"}, [n]'),
+        ("/a/pre{id}post", "GET /a/pre*post", '{method: "GET", route: "/a/pre*post"}, [id]'),
     ],
 )
 def test_one_parameter_inside_a_segment_is_carried(path: str, route: str, call: str) -> None:
@@ -181,13 +197,17 @@ def test_a_fragment_in_a_path_becomes_the_parameter_it_stands_for() -> None:
         }
     )
     assert allow_json(g) == [
-        {"route": "POST /", "headers": ["X-Amz-Target"]},
+        {"route": "POST /", "headers": ["X-Amz-Target"], "body": []},
         "DELETE /tags/*?tagKeys",
     ]
     declared = {str(r): h for r, _, h in g.declared}
     assert declared["POST /"][0].schema.enum == ("Svc.A", "Svc.B")
-    assert 'h["A"] = (body) => h.post("/", body);' not in artifacts(g)["preamble.js"]
-    assert 'h["A"] = () => h.post("/");' in artifacts(g)["preamble.js"]
+    src = artifacts(g)["preamble.js"]
+    assert "body" not in src.split('h["A"]')[1].split("\n")[0]
+    assert (
+        'h["A"] = (options) => h.call({method: "POST", route: "/", headers: ["X-Amz-Target"]}, [], undefined, options);'
+        in src
+    )
 
 
 # -- servers and names ----------------------------------------------------------------------

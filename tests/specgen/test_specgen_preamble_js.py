@@ -33,6 +33,14 @@ for (const c of input) {
   const client = {};
   for (const verb of OWN) {
     client[verb] = function (...args) {
+      if (verb === "call" && args[0] !== null && typeof args[0] === "object") {
+        // the default build's structured call: spec, values, body, options
+        calls.push({verb: verb, structured: true, nargs: args.length, spec: args[0],
+                    values: args[1] === undefined ? [] : args[1],
+                    body: args.length > 2 && args[2] !== undefined ? args[2] : null,
+                    options: args.length > 3 ? args[3] : null});
+        return "returned-" + verb;
+      }
       // h.call("HEAD", path): the verb first, then what the verb methods take
       const method = verb === "call" ? args.shift() : null;
       calls.push({verb: verb, method: method, nargs: args.length, path: args[0],
@@ -81,6 +89,8 @@ def plan(name: str, gen: Generated, src: str) -> dict[str, Any]:
         args: list[Any] = list(values)
         if op.has_body:
             args.append({"body_of": op.name})
+        if op.has_options:
+            args.append({"options_of": op.name})
         calls.append({"name": op.name, "args": args})
     return {"name": name, "global": gen.global_name, "src": src, "calls": calls}
 
@@ -132,6 +142,10 @@ def check_case(gen: Generated, src: str, got: dict[str, Any]) -> None:
         assert res["arity"] == len(op.arg_list)
         assert len(res["calls"]) == 1, res
         call = res["calls"][0]
+        if op.structured:
+            check_structured(op, values, call)
+            assert res["ret"] == "returned-call"
+            continue
         assert call["verb"] == op.client_method, op
         assert call["method"] == (op.method if op.client_method == "call" else None), op
         assert call["path"] == expected_path(op.template, values), op
@@ -143,6 +157,20 @@ def check_case(gen: Generated, src: str, got: dict[str, Any]) -> None:
         assert res["ret"] == f"returned-{op.client_method}"
 
 
+def check_structured(op: Any, values: list[str], call: dict[str, Any]) -> None:
+    """A structured call names the route pattern, and its values fill it to the path."""
+    assert call["verb"] == "call" and call["structured"], op
+    spec = call["spec"]
+    assert spec["method"] == op.method and spec["route"] == op.route, op
+    assert spec.get("query", []) == list(op.query_names)
+    assert spec.get("headers", []) == list(op.header_names)
+    assert call["values"] == values
+    it = iter(values)
+    assert re.sub(r"\*", lambda _: next(it), op.route) == expected_path(op.template, values)
+    assert call["body"] == ({"body_of": op.name} if op.has_body else None), op
+    assert call["options"] == ({"options_of": op.name} if op.has_options else None), op
+
+
 def test_every_golden_preamble_runs_and_calls_the_right_route(tmp_path: Path) -> None:
     cases = golden_cases()
     results = execute([plan(name, gen, src) for name, gen, src in cases], tmp_path)
@@ -150,7 +178,7 @@ def test_every_golden_preamble_runs_and_calls_the_right_route(tmp_path: Path) ->
     verbs_seen: set[str] = set()
     for name, gen, src in cases:
         check_case(gen, src, results[name])
-        verbs_seen |= {op.client_method for op in gen.operations}
+        verbs_seen |= {"call" if op.structured else op.client_method for op in gen.operations}
     # the goldens exercise every client method a preamble can call (HEAD/OPTIONS use call)
     assert verbs_seen == {"get", "put", "post", "del", "patch", "call"}
 
@@ -191,6 +219,6 @@ def test_hostile_route_literals_stay_strings(tmp_path: Path) -> None:
     gen = generate(doc, name="routes", global_name="api")
     src = artifacts(gen)["preamble.js"]
     assert [op.name for op in gen.operations] == ["semi", "weird"]
-    assert '"/a\\u0026b/"' in src
+    assert '"/a\\u0026b/*/x=1"' in src
     results = execute([plan("routes", gen, src)], tmp_path)
     check_case(gen, src, results["routes"])
