@@ -104,10 +104,14 @@ class Policy:
         body = calls.build_body(entry, call.body, call.media_type)
         if len((path + "?" + query).encode("utf-8", "surrogatepass")) > calls.MAX_TARGET_BYTES:
             raise CallRefused("the request target is too long")
-        sent = {name for name, _ in call.query} | {p.name for p in entry.query if p.value}
+        sent = {name for name, _ in call.query} | {
+            p.name for p in entry.query if p.value is not None
+        }
         names = tuple(p.name for p in entry.query if p.name in sent)
         given_headers = {name.lower() for name, _ in call.headers}
-        names += tuple(p.name for p in entry.headers if p.value or p.name.lower() in given_headers)
+        names += tuple(
+            p.name for p in entry.headers if p.value is not None or p.name.lower() in given_headers
+        )
         return Plan(route, path, query, tuple(headers), body, names)
 
     def _reserved_headers(self) -> tuple[str, ...]:
