@@ -24,7 +24,7 @@ import httpx
 import orjson
 import pytest
 
-from runtime import Broker, HostReply, HostRequest, Limits, Profile, run_with_grant
+from runtime import Broker, HostReply, HostRequest, Limits, Profile, Secret, run_with_grant
 from runtime.sandbox import run, wasi
 from tests.runtime.loopback import FakeAPI, Seen, json_ok, profile
 
@@ -652,3 +652,78 @@ def test_sslkeylogfile_does_not_make_the_broker_write_tls_secrets(tmp_path, monk
         server.shutdown()
     written = log.read_text() if log.exists() else ""
     assert "SECRET" not in written
+
+
+# ---- hostile guest: structured envelopes written by hand (issue 8) ---------------------
+
+STRUCTURED_ALLOW = (
+    "GET /v1/items/*?state=open&page",
+    {"route": "GET /v1/search", "query": ["ids"], "headers": ["X-Trace"], "style": {"ids": "form"}},
+)
+
+
+def structured_grant(base_url: str) -> Profile:
+    from specgen.allow import parse_entry
+
+    entries = tuple(parse_entry(e) for e in STRUCTURED_ALLOW)
+    return Profile(
+        name="p",
+        base_url=base_url,
+        global_name="host",
+        allowed_callers=("*",),
+        allow=tuple(e.route for e in entries),
+        entries=entries,
+        token=Secret(KEY),
+    )
+
+
+@pytest.mark.parametrize(
+    "envelope",
+    [
+        # the JSON text can say what a JS object cannot: duplicate and case-folded names
+        '{"method":"GET","route":"/v1/items/*","values":["a"],"query":{"page":"1","page":"2"}}',
+        '{"method":"GET","route":"/v1/search","headers":{"X-Trace":"a","x-trace":"b"}}',
+        '{"method":"GET","route":"/v1/items/*","values":["a"],"query":{"state":"closed"}}',
+        '{"method":"GET","route":"/v1/items/*","values":["a"],"query":{"Page":"1"}}',
+        '{"method":"GET","route":"/v1/items/*","values":["a"],"query":{"page":["1","2"]}}',
+        '{"method":"GET","route":"/v1/items/*","values":["a"],"query":{"page":{"a":"1"}}}',
+        '{"method":"GET","route":"/v1/items/*","values":["a"],"query":{"page":[["1"]]}}',
+        '{"method":"GET","route":"/v1/items/*","values":[".."]}',
+        '{"method":"GET","route":"/v1/items/*","values":["a/b"]}',
+        '{"method":"GET","route":"/v1/items/*","values":["a\\\\b"]}',
+        '{"method":"GET","route":"/v1/items/*","values":[""]}',
+        '{"method":"GET","route":"/v1/items/*","values":[null]}',
+        '{"method":"GET","route":"/v1/items/*","values":[{"a":1}]}',
+        '{"method":"GET","route":"/v1/items/*","values":["a","b"]}',
+        '{"method":"GET","route":"/v1/items/a","path":"/v1/items/a"}',
+        '{"method":"GET","path":"/v1/items/a","query":{"page":"1"}}',
+        '{"method":"GET","route":"/v1/search","headers":{"Authorization":"Bearer x"}}',
+        '{"method":"GET","route":"/v1/search","headers":{"X-Trace":"a\\r\\nHost: evil"}}',
+        '{"method":"GET","route":"/v1/search","headers":{"X-Trace\\r\\nHost":"evil"}}',
+        '{"method":"GET","route":"/v1/search","headers":{"X-Trace":"a\\u0000"}}',
+        '{"method":"GET","route":"/v1/search","body":{"_method":"DELETE"}}',
+        '{"method":"GET","route":"/v1/search","type":"text/plain","body":"x"}',
+        '{"method":"GET","route":"/v1/items/*","values":["a"],"query":{"page":"'
+        + "9" * 9000
+        + '"}}',
+    ],
+)
+def test_hand_written_structured_envelopes_reach_nothing(api: FakeAPI, envelope: str) -> None:
+    code = f"print(__coderunner_host_call({envelope!r}).status)"
+    outcome = run_with_grant(code, structured_grant(api.url))
+    assert outcome.result.exit_code == 0, outcome.result.stderr
+    assert api.requests == []
+    assert outcome.result.stdout in ("400\n", "403\n")
+
+
+def test_hand_written_structured_envelope_sends_exactly_the_approved_request(api: FakeAPI) -> None:
+    envelope = (
+        '{"method":"GET","route":"/v1/items/*","values":["a b&c"],'
+        '"query":{"page":3,"state":"open"}}'
+    )
+    code = f"print(__coderunner_host_call({envelope!r}).status)"
+    outcome = run_with_grant(code, structured_grant(api.url))
+    assert outcome.result.stdout == "200\n", outcome.result.stderr
+    assert [(s.method, s.path) for s in api.requests] == [
+        ("GET", "/v1/items/a%20b%26c?state=open&page=3")
+    ]
