@@ -136,14 +136,44 @@ class OperationTypes:
 
     @property
     def extra_params(self) -> tuple[Param, ...]:
-        """Query and header parameters: typed, though today's client cannot send them."""
+        """Query, header and cookie parameters, each with whether the client sends it."""
         return tuple(p for p in self.params if p.location != "path")
 
-    def signature(self, global_name: str) -> str:
+    def sent(self, p: Param) -> bool:
+        """Does the generated method send `p` (from its `options` argument)?"""
+        if p.location == "query":
+            return p.name in self.op.query_names
+        return p.location == "header" and p.name in self.op.header_names
+
+    @property
+    def options(self) -> str | None:
+        """The TypeScript of the `options` argument, or None when the method has none."""
+        if not self.op.has_options:
+            return None
+        members = [
+            f"{member_key(p.name)}{'' if p.required else '?'}: {p.ts}"
+            for p in self.extra_params
+            if self.sent(p)
+        ]
+        return "{ " + "; ".join(members) + " }"
+
+    @property
+    def options_required(self) -> bool:
+        return any(p.required for p in self.extra_params if self.sent(p))
+
+    def arguments(self) -> str:
         args = [f"{p.name}: {p.ts}" for p in self.path_params]
         if self.body is not None:
             args.append(f"body{'' if self.body_required else '?'}: {self.body}")
-        return f"{global_name}.{self.op.name}({', '.join(args)}): Promise<{self.response}>"
+        options = self.options
+        if options is not None:
+            if self.body is not None and not self.body_required and self.options_required:
+                args[-1] = args[-1].replace("body?:", "body:", 1)
+            args.append(f"options{'' if self.options_required else '?'}: {options}")
+        return ", ".join(args)
+
+    def signature(self, global_name: str) -> str:
+        return f"{global_name}.{self.op.name}({self.arguments()}): Promise<{self.response}>"
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,12 @@ declare const memory: {
    * Lists all namespaces for the given account. Results are paginated.
    * GET /client/v4/accounts/{account_id}/agent-memory/namespaces
    * @param account_id Cloudflare Account ID.
-   * query parameter "per_page"?: number (this client cannot send it yet)
-   * query parameter "order"?: "id" | "name" (this client cannot send it yet)
-   * query parameter "direction"?: "asc" | "desc" (this client cannot send it yet)
-   * query parameter "cursor"?: string (this client cannot send it yet)
+   * query parameter "per_page"?: number (in options)
+   * query parameter "order"?: "id" | "name" (in options)
+   * query parameter "direction"?: "asc" | "desc" (in options)
+   * query parameter "cursor"?: string (in options)
    */
-  agent_memory_namespace_list(account_id: string): Promise<{ errors: Array<{ code: number; documentation_url?: string; message: string; source?: { pointer?: string } }>; messages: Array<{ code: number; documentation_url?: string; message: string; source?: { pointer?: string } }>; result: Array<{ created_at: string; id: string; name: string; updated_at: string }>; result_info?: { count?: number; cursor?: string; per_page?: number }; success: true }>;
+  agent_memory_namespace_list(account_id: string, options?: { per_page?: number; order?: "id" | "name"; direction?: "asc" | "desc"; cursor?: string }): Promise<{ errors: Array<{ code: number; documentation_url?: string; message: string; source?: { pointer?: string } }>; messages: Array<{ code: number; documentation_url?: string; message: string; source?: { pointer?: string } }>; result: Array<{ created_at: string; id: string; name: string; updated_at: string }>; result_info?: { count?: number; cursor?: string; per_page?: number }; success: true }>;
   /**
    * Create a namespace
    * Creates a new memory namespace owned by the account.
@@ -40,10 +40,10 @@ declare const memory: {
    * Lists the profiles of a namespace, ordered by name. A profile appears once it has been used.
    * GET /client/v4/accounts/{account_id}/agent-memory/namespaces/{namespace_name}/profiles
    * @param account_id Cloudflare Account ID.
-   * query parameter "per_page"?: number (this client cannot send it yet)
-   * query parameter "cursor"?: string (this client cannot send it yet)
+   * query parameter "per_page"?: number (in options)
+   * query parameter "cursor"?: string (in options)
    */
-  agent_memory_profile_list(account_id: string, namespace_name: string): Promise<{ errors: Array<{ code: number; documentation_url?: string; message: string; source?: { pointer?: string } }>; messages: Array<{ code: number; documentation_url?: string; message: string; source?: { pointer?: string } }>; result: Array<{ createdAt: string; name: string }>; result_info?: { count?: number; cursor?: string; per_page?: number }; success: true }>;
+  agent_memory_profile_list(account_id: string, namespace_name: string, options?: { per_page?: number; cursor?: string }): Promise<{ errors: Array<{ code: number; documentation_url?: string; message: string; source?: { pointer?: string } }>; messages: Array<{ code: number; documentation_url?: string; message: string; source?: { pointer?: string } }>; result: Array<{ createdAt: string; name: string }>; result_info?: { count?: number; cursor?: string; per_page?: number }; success: true }>;
   /**
    * Delete a profile
    * Marks a profile for deletion.
@@ -63,12 +63,12 @@ declare const memory: {
    * List memories stored in a profile.
    * GET /client/v4/accounts/{account_id}/agent-memory/namespaces/{namespace_name}/profiles/{profile_name}/memories
    * @param account_id Cloudflare Account ID.
-   * query parameter "per_page"?: number (this client cannot send it yet)
-   * query parameter "cursor"?: string (this client cannot send it yet)
-   * query parameter "session_id"?: string (this client cannot send it yet)
-   * query parameter "type"?: "fact" | "event" | "instruction" | "task" (this client cannot send it yet)
+   * query parameter "per_page"?: number (in options)
+   * query parameter "cursor"?: string (in options)
+   * query parameter "session_id"?: string (in options)
+   * query parameter "type"?: "fact" | "event" | "instruction" | "task" (in options)
    */
-  agent_memory_memory_list(account_id: string, namespace_name: string, profile_name: string): Promise<{ errors: Array<{ code: number; documentation_url?: string; message: string; source?: { pointer?: string } }>; messages: Array<{ code: number; documentation_url?: string; message: string; source?: { pointer?: string } }>; result: Array<{ createdAt: string; id: string; sessionId: string | null; summary: string; type: "fact" | "event" | "instruction" | "task"; updatedAt: string }>; result_info?: { count?: number; cursor?: string; per_page?: number }; success: true }>;
+  agent_memory_memory_list(account_id: string, namespace_name: string, profile_name: string, options?: { per_page?: number; cursor?: string; session_id?: string; type?: "fact" | "event" | "instruction" | "task" }): Promise<{ errors: Array<{ code: number; documentation_url?: string; message: string; source?: { pointer?: string } }>; messages: Array<{ code: number; documentation_url?: string; message: string; source?: { pointer?: string } }>; result: Array<{ createdAt: string; id: string; sessionId: string | null; summary: string; type: "fact" | "event" | "instruction" | "task"; updatedAt: string }>; result_info?: { count?: number; cursor?: string; per_page?: number }; success: true }>;
   /**
    * Get a memory
    * Retrieves a memory by ID.

@@ -16,9 +16,9 @@ declare const home: {
   /**
    * Optional query only.
    * GET /api/v2/feed
-   * query parameter "cursor"?: string (this client cannot send it yet)
+   * query parameter "cursor"?: string (in options)
    */
-  feed(): Promise<unknown>;
+  feed(options?: { cursor?: string }): Promise<unknown>;
   /**
    * Not a grantable verb.
    * OPTIONS /api/v2/feed
@@ -52,9 +52,9 @@ declare const home: {
   /**
    * Needs a query.
    * GET /api/v2/search
-   * query parameter "q": string (this client cannot send it yet)
+   * query parameter "q": string (in options)
    */
-  search(): Promise<unknown>;
+  search(options: { q: string }): Promise<unknown>;
   /**
    * No operationId here.
    * GET /api/v2/stock

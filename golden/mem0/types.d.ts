@@ -51,7 +51,7 @@ declare const mem0: {
    * DELETE /api/v1/orgs/organizations/{org_id}/members/
    * @param org_id Unique identifier of the organization.
    */
-  remove_organization_member(org_id: string): Promise<{ message?: string }>;
+  remove_organization_member(org_id: string, body: { email: string }): Promise<{ message?: string }>;
   /**
    * Get projects
    * Retrieve a list of projects for a specific organization.
@@ -119,9 +119,9 @@ declare const mem0: {
    * DELETE /api/v1/orgs/organizations/{org_id}/projects/{project_id}/members/
    * @param org_id Unique identifier of the organization.
    * @param project_id Unique identifier of the project.
-   * query parameter "email": string (this client cannot send it yet): Email of the member to be removed
+   * query parameter "email": string (in options): Email of the member to be removed
    */
-  deleteProjectMember(org_id: string, project_id: string): Promise<{ message?: string }>;
+  deleteProjectMember(org_id: string, project_id: string, options: { email: string }): Promise<{ message?: string }>;
   /**
    * Get Project Webhooks
    * Retrieve all webhooks for a specific project
@@ -169,13 +169,13 @@ declare const mem0: {
    * Batch delete multiple memories (up to 1000) in a single API call.
    * DELETE /v1/batch/
    */
-  memories_batch_delete(): Promise<{ message?: string }>;
+  memories_batch_delete(body: { memories: Array<{ memory_id: string }> }): Promise<{ message?: string }>;
   /**
    * GET /v1/entities/
-   * query parameter "org_id"?: string (this client cannot send it yet): Filter entities by organization ID.
-   * query parameter "project_id"?: string (this client cannot send it yet): Filter entities by project ID.
+   * query parameter "org_id"?: string (in options): Filter entities by organization ID.
+   * query parameter "project_id"?: string (in options): Filter entities by project ID.
    */
-  entities_list(): Promise<{ count: number; next: string | null; previous: string | null; results: Array<{ created_at: string; id: string; metadata?: Record<string, unknown> | null; name: string; owner: string; type: "user" | "agent" | "app" | "run"; updated_at: string }>; total_agents?: number; total_apps?: number; total_runs?: number; total_users?: number }>;
+  entities_list(options?: { org_id?: string; project_id?: string }): Promise<{ count: number; next: string | null; previous: string | null; results: Array<{ created_at: string; id: string; metadata?: Record<string, unknown> | null; name: string; owner: string; type: "user" | "agent" | "app" | "run"; updated_at: string }>; total_agents?: number; total_apps?: number; total_runs?: number; total_users?: number }>;
   /**
    * GET /v1/entities/filters/
    */
@@ -218,23 +218,23 @@ declare const mem0: {
   /**
    * Get all memories.
    * GET /v1/memories/
-   * query parameter "user_id"?: string (this client cannot send it yet): Filter memories by user ID.
-   * query parameter "agent_id"?: string (this client cannot send it yet): Filter memories by agent ID.
-   * query parameter "app_id"?: string (this client cannot send it yet): Filter memories by app ID.
-   * query parameter "run_id"?: string (this client cannot send it yet): Filter memories by run ID.
-   * query parameter "metadata"?: Record<string, unknown> (this client cannot send it yet): Filter memories by metadata (JSON string).
-   * query parameter "categories"?: Array<string> (this client cannot send it yet): Filter memories by categories.
-   * query parameter "org_id"?: string (this client cannot send it yet): Filter memories by organization ID.
-   * query parameter "project_id"?: string (this client cannot send it yet): Filter memories by project ID.
-   * query parameter "fields"?: Array<string> (this client cannot send it yet): Filter memories by fields.
-   * query parameter "keywords"?: string (this client cannot send it yet): Filter memories by keywords.
-   * query parameter "page"?: number (this client cannot send it yet): Page number for pagination. Default: 1.
-   * query parameter "page_size"?: number (this client cannot send it yet): Number of items per page. Default: 100.
-   * query parameter "limit"?: number (this client cannot send it yet): Maximum number of memories to return. Maximum accepted value: 200. Ignored when both `page` and `page_size` are supplied.
-   * query parameter "start_date"?: string (this client cannot send it yet): Filter memories by start date.
-   * query parameter "end_date"?: string (this client cannot send it yet): Filter memories by end date.
+   * query parameter "user_id"?: string (in options): Filter memories by user ID.
+   * query parameter "agent_id"?: string (in options): Filter memories by agent ID.
+   * query parameter "app_id"?: string (in options): Filter memories by app ID.
+   * query parameter "run_id"?: string (in options): Filter memories by run ID.
+   * query parameter "metadata"?: Record<string, unknown> (in options): Filter memories by metadata (JSON string).
+   * query parameter "categories"?: Array<string> (in options): Filter memories by categories.
+   * query parameter "org_id"?: string (in options): Filter memories by organization ID.
+   * query parameter "project_id"?: string (in options): Filter memories by project ID.
+   * query parameter "fields"?: Array<string> (in options): Filter memories by fields.
+   * query parameter "keywords"?: string (in options): Filter memories by keywords.
+   * query parameter "page"?: number (in options): Page number for pagination. Default: 1.
+   * query parameter "page_size"?: number (in options): Number of items per page. Default: 100.
+   * query parameter "limit"?: number (in options): Maximum number of memories to return. Maximum accepted value: 200. Ignored when both `page` and `page_size` are supplied.
+   * query parameter "start_date"?: string (in options): Filter memories by start date.
+   * query parameter "end_date"?: string (in options): Filter memories by end date.
    */
-  memories_list(): Promise<(Array<{ categories?: Array<string> | null; created_at: string; expiration_date?: string | null; id: string; lifecycle_state?: string; memory: string; metadata?: Record<string, unknown> | null; replaced_by?: string | null; structured_attributes?: Record<string, unknown> | null; synthesized?: boolean; updated_at: string; user_id?: string | null }>) | ({ count: number; next: string | null; previous: string | null; results: Array<{ categories?: Array<string> | null; created_at: string; expiration_date?: string | null; id: string; lifecycle_state?: string; memory: string; metadata?: Record<string, unknown> | null; replaced_by?: string | null; structured_attributes?: Record<string, unknown> | null; synthesized?: boolean; updated_at: string; user_id?: string | null }> })>;
+  memories_list(options?: { user_id?: string; agent_id?: string; app_id?: string; run_id?: string; metadata?: Record<string, unknown>; categories?: Array<string>; org_id?: string; project_id?: string; fields?: Array<string>; keywords?: string; page?: number; page_size?: number; limit?: number; start_date?: string; end_date?: string }): Promise<(Array<{ categories?: Array<string> | null; created_at: string; expiration_date?: string | null; id: string; lifecycle_state?: string; memory: string; metadata?: Record<string, unknown> | null; replaced_by?: string | null; structured_attributes?: Record<string, unknown> | null; synthesized?: boolean; updated_at: string; user_id?: string | null }>) | ({ count: number; next: string | null; previous: string | null; results: Array<{ categories?: Array<string> | null; created_at: string; expiration_date?: string | null; id: string; lifecycle_state?: string; memory: string; metadata?: Record<string, unknown> | null; replaced_by?: string | null; structured_attributes?: Record<string, unknown> | null; synthesized?: boolean; updated_at: string; user_id?: string | null }> })>;
   /**
    * Add memories.
    * POST /v1/memories/
@@ -243,22 +243,22 @@ declare const mem0: {
   /**
    * Delete memories by filter. At least one filter is required. Previously, omitting all filters silently deleted everything; now it returns a validation error.
    * DELETE /v1/memories/
-   * query parameter "user_id"?: string (this client cannot send it yet): Filter by user ID. Pass `*` to delete memories for all users.
-   * query parameter "agent_id"?: string (this client cannot send it yet): Filter by agent ID. Pass `*` to delete memories for all agents.
-   * query parameter "app_id"?: string (this client cannot send it yet): Filter by app ID. Pass `*` to delete memories for all apps.
-   * query parameter "run_id"?: string (this client cannot send it yet): Filter by run ID. Pass `*` to delete memories for all runs.
-   * query parameter "metadata"?: Record<string, unknown> (this client cannot send it yet): Filter memories by metadata (JSON string).
-   * query parameter "org_id"?: string (this client cannot send it yet): Filter memories by organization ID.
-   * query parameter "project_id"?: string (this client cannot send it yet): Filter memories by project ID.
+   * query parameter "user_id"?: string (in options): Filter by user ID. Pass `*` to delete memories for all users.
+   * query parameter "agent_id"?: string (in options): Filter by agent ID. Pass `*` to delete memories for all agents.
+   * query parameter "app_id"?: string (in options): Filter by app ID. Pass `*` to delete memories for all apps.
+   * query parameter "run_id"?: string (in options): Filter by run ID. Pass `*` to delete memories for all runs.
+   * query parameter "metadata"?: Record<string, unknown> (in options): Filter memories by metadata (JSON string).
+   * query parameter "org_id"?: string (in options): Filter memories by organization ID.
+   * query parameter "project_id"?: string (in options): Filter memories by project ID.
    */
-  memories_delete_all(): Promise<{ event_id?: string; message?: string }>;
+  memories_delete_all(options?: { user_id?: string; agent_id?: string; app_id?: string; run_id?: string; metadata?: Record<string, unknown>; org_id?: string; project_id?: string }): Promise<{ event_id?: string; message?: string }>;
   /**
    * Despite the endpoint name, this returns memory history entries (the same shape as `GET /v1/memories/{memory_id}/history/`), not event/ingestion-job records. For event/ingestion-job status, use `GET /v1/event/{event_id}/`.
    * GET /v1/memories/events/
-   * query parameter "page"?: number (this client cannot send it yet): Page number for pagination. Default: 1. Default page size is 100.
-   * query parameter "limit"?: number (this client cannot send it yet): Number of items per page. Default: 100.
+   * query parameter "page"?: number (in options): Page number for pagination. Default: 1. Default page size is 100.
+   * query parameter "limit"?: number (in options): Number of items per page. Default: 100.
    */
-  memories_events_list(): Promise<{ count: number; next: string | null; previous: string | null; results: Array<{ agent_id?: string | null; app_id?: string | null; categories?: Array<string> | null; created_at: string; embedding_qwen?: string | null; event: "ADD" | "UPDATE" | "DELETE"; id: string; input?: Array<{ content?: string; role?: string }>; memory_id: string; metadata?: Record<string, unknown> | null; new_memory: string; old_memory?: string | null; previous_embedding_qwen?: string | null; session_id?: string | null; updated_at: string; user_id: string }> }>;
+  memories_events_list(options?: { page?: number; limit?: number }): Promise<{ count: number; next: string | null; previous: string | null; results: Array<{ agent_id?: string | null; app_id?: string | null; categories?: Array<string> | null; created_at: string; embedding_qwen?: string | null; event: "ADD" | "UPDATE" | "DELETE"; id: string; input?: Array<{ content?: string; role?: string }>; memory_id: string; metadata?: Record<string, unknown> | null; new_memory: string; old_memory?: string | null; previous_embedding_qwen?: string | null; session_id?: string | null; updated_at: string; user_id: string }> }>;
   /**
    * Perform a semantic search on memories.
    * POST /v1/memories/search/
@@ -269,9 +269,9 @@ declare const mem0: {
    * GET /v1/memories/{entity_type}/{entity_id}/
    * @param entity_type The type of entity to retrieve memories for. Any other value returns `400 {"error": "Invalid entity type"}`.
    * @param entity_id The identifier of the entity whose memories to retrieve.
-   * query parameter "page"?: number (this client cannot send it yet): Page number for pagination. Default: 1. Page size is fixed at 100 and is not client-configurable.
+   * query parameter "page"?: number (in options): Page number for pagination. Default: 1. Page size is fixed at 100 and is not client-configurable.
    */
-  memories_entity_read(entity_type: "user" | "agent" | "run" | "app", entity_id: string): Promise<{ count: number; next: string | null; previous: string | null; results: Array<{ categories?: Array<string> | null; created_at: string; id: string; input?: Array<{ content?: string; role?: string }>; is_updated?: boolean; memory: string; metadata?: Record<string, unknown> | null; updated_at: string }> }>;
+  memories_entity_read(entity_type: "user" | "agent" | "run" | "app", entity_id: string, options?: { page?: number }): Promise<{ count: number; next: string | null; previous: string | null; results: Array<{ categories?: Array<string> | null; created_at: string; id: string; input?: Array<{ content?: string; role?: string }>; is_updated?: boolean; memory: string; metadata?: Record<string, unknown> | null; updated_at: string }> }>;
   /**
    * Get a memory.
    * GET /v1/memories/{memory_id}/
@@ -288,9 +288,9 @@ declare const mem0: {
    * Delete a memory.
    * DELETE /v1/memories/{memory_id}/
    * @param memory_id The unique identifier of the memory to delete.
-   * query parameter "delete_linked"?: boolean (this client cannot send it yet): If true, also delete memories linked to this one. The response then includes a `cascade_count` field with the number of linked memories deleted.
+   * query parameter "delete_linked"?: boolean (in options): If true, also delete memories linked to this one. The response then includes a `cascade_count` field with the number of linked memories deleted.
    */
-  memories_delete(memory_id: string): Promise<{ cascade_count?: number; message?: string }>;
+  memories_delete(memory_id: string, options?: { delete_linked?: boolean }): Promise<{ cascade_count?: number; message?: string }>;
   /**
    * Retrieve the history of a memory.
    * GET /v1/memories/{memory_id}/history/
@@ -351,10 +351,10 @@ declare const mem0: {
    * Get all memories (V3, paginated)
    * List memories scoped by filters, paginated. Entity IDs **must** be passed inside the `filters` object. Top-level `user_id` / `agent_id` / `run_id` are rejected with 400. `filters` supports the same operator set as V2 search (`AND`, `OR`, `…
    * POST /v3/memories/
-   * query parameter "page"?: number (this client cannot send it yet): 1-indexed page number.
-   * query parameter "page_size"?: number (this client cannot send it yet): Results per page.
+   * query parameter "page"?: number (in options): 1-indexed page number.
+   * query parameter "page_size"?: number (in options): Results per page.
    */
-  memories_list_v3(body: { categories?: Array<string>; end_date?: string; fields?: Array<string>; filters: Record<string, unknown>; keywords?: string; page?: number; page_size?: number; show_expired?: boolean; start_date?: string }): Promise<{ count: number; next: string | null; previous: string | null; results: Array<{ agent_id?: string | null; app_id?: string | null; categories?: Array<string> | null; created_at: string; expiration_date?: string | null; id: string; memory: string; metadata?: Record<string, unknown> | null; replaced_by?: string | null; session_id?: string | null; structured_attributes?: Record<string, unknown> | null; synthesized?: boolean; updated_at?: string; user_id?: string | null }> }>;
+  memories_list_v3(body: { categories?: Array<string>; end_date?: string; fields?: Array<string>; filters: Record<string, unknown>; keywords?: string; page?: number; page_size?: number; show_expired?: boolean; start_date?: string }, options?: { page?: number; page_size?: number }): Promise<{ count: number; next: string | null; previous: string | null; results: Array<{ agent_id?: string | null; app_id?: string | null; categories?: Array<string> | null; created_at: string; expiration_date?: string | null; id: string; memory: string; metadata?: Record<string, unknown> | null; replaced_by?: string | null; session_id?: string | null; structured_attributes?: Record<string, unknown> | null; synthesized?: boolean; updated_at?: string; user_id?: string | null }> }>;
   /**
    * Add memories (V3)
    * Extract and store memories from a conversation using the V3 additive pipeline. Entity IDs (`user_id` / `agent_id` / `run_id`) are accepted at the top level. At least one entity ID is required so the memory is scoped to a session.
