@@ -97,7 +97,7 @@ def test_results_follow_the_calls_not_the_order_they_finish(api: FakeAPI) -> Non
 
 
 def test_calls_made_before_an_await_are_in_flight_together(api: FakeAPI) -> None:
-    gauge = Gauge(0.2)
+    gauge = Gauge(0.2, fill=10)
     api.responder = gauge
     code = """
     const ids = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
