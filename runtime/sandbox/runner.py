@@ -50,16 +50,9 @@ import wasmtime
 
 from runtime.contract import HostHandler
 from runtime.messages import MSG_GUEST_ABORTED, MSG_REJECTION_PREFIX, MSG_UNTRACKED_REJECTION
-from runtime.sandbox import guest, thread_stack, wasi
+from runtime.sandbox import guest, snapshot, thread_stack, wasi
 from runtime.sandbox import vm as qjs_vm
 from runtime.sandbox.bridge import (
-    HOST_CALL_CALLBACK,
-    HOST_CALL_NAME,
-    HOST_CALL_SIGNATURE,
-    HOST_START_CALLBACK,
-    HOST_START_NAME,
-    TRACKER_CALLBACK,
-    TRACKER_SIGNATURE,
     Bridge,
     settle,
 )
@@ -173,21 +166,7 @@ def _evaluate(vm: qjs_vm.Vm, bridge: Bridge, source: str, first_line: int = 1) -
     rt = vm.call("JS_GetRuntime", ctx)
     vm.install_stack_limit(rt, JS_STACK_ALLOWANCE)
 
-    for global_name, callback in (
-        (HOST_CALL_NAME, HOST_CALL_CALLBACK),
-        (HOST_START_NAME, HOST_START_CALLBACK),
-    ):
-        name = vm.alloc(global_name.encode())
-        fn_index = vm.add_function(callback, *HOST_CALL_SIGNATURE)
-        fn = vm.call("JS_NewCFunction2", ctx, fn_index, name, 1, qjs_vm.JS_CFUNC_GENERIC, 0)
-        vm.set_global(ctx, global_name, fn)
-        vm.free(name)
-    vm.call(
-        "JS_SetHostPromiseRejectionTracker",
-        rt,
-        vm.add_function(TRACKER_CALLBACK, *TRACKER_SIGNATURE),
-        0,
-    )
+    snapshot.install_host_functions(vm, ctx, rt)
 
     src = source.encode("utf-8", errors="surrogatepass")
     src_ptr = vm.alloc(src)
@@ -271,17 +250,55 @@ def _step(vm: qjs_vm.Vm, bridge: Bridge, ctx: int) -> bool:
     return False
 
 
+def _evaluate_image(vm: qjs_vm.Vm, bridge: Bridge, image: snapshot.Image, code: str) -> None:
+    """After `snapshot.restore`: only the agent's code, as its own `<cmdline>` module."""
+    ctx = image.ctx
+    body = code.encode("utf-8", errors="surrogatepass")
+    whole = image.prefix + body
+    ptr = vm.alloc(whole)
+    # execArgv[2] is the whole source, prelude included, exactly as on the stock path.
+    vm.call(
+        "JS_SetPropertyUint32", ctx, image.argv, 2, vm.call("JS_NewStringLen", ctx, ptr, len(whole))
+    )
+    try:
+        _run_module(
+            vm,
+            bridge,
+            ctx,
+            ptr + len(image.prefix),
+            len(body),
+            1,
+            owner=ptr,
+            filename=image.cmdline,
+        )
+    except _Exit:
+        snapshot.flush_stdio(vm, image)  # never after a trap, as on the stock path
+        raise
+    snapshot.flush_stdio(vm, image)
+
+
 def _run_module(
-    vm: qjs_vm.Vm, bridge: Bridge, ctx: int, src_ptr: int, src_len: int, first_line: int
+    vm: qjs_vm.Vm,
+    bridge: Bridge,
+    ctx: int,
+    src_ptr: int,
+    src_len: int,
+    first_line: int,
+    *,
+    owner: int | None = None,
+    filename: int | None = None,
 ) -> None:
     """Evaluate like `qjs -e`, drain the job queue, report unhandled rejections.
 
     `first_line` is the line number the source's first line gets (JSEvalOptions.line_num),
     chosen so that the agent's own first line is line 1 in errors and stacks, whatever
     the shims, client and preamble before it take (they get lines at or below 0).
+    `owner` is the allocation holding the source (when `src_ptr` points inside it);
+    `filename` a NUL-terminated "<cmdline>" already in guest memory.
     """
     state = vm.state
-    filename = vm.alloc(b"<cmdline>")
+    if filename is None:
+        filename = vm.alloc(b"<cmdline>")
     flags = qjs_vm.JS_EVAL_TYPE_MODULE | qjs_vm.JS_EVAL_FLAG_COMPILE_ONLY
     # struct JSEvalOptions { int version = 1; int eval_flags; const char *filename;
     # int line_num; } on wasm32: four little-endian 32-bit fields.
@@ -290,7 +307,7 @@ def _run_module(
     )
     func = vm.call("JS_Eval2", ctx, src_ptr, src_len, options)
     vm.free(options)
-    vm.free(src_ptr)
+    vm.free(src_ptr if owner is None else owner)
     if qjs_vm.tag_of(func) != qjs_vm.TAG_EXCEPTION:
         vm.call("js_module_set_import_meta", ctx, func, 0, 1)
         func = vm.call("JS_EvalFunction", ctx, func)
@@ -351,11 +368,12 @@ def _run(
     limits = limits.normalised()
     eng = get_engine()
     if grant is None:
-        source = guest.compose_source(code, global_name=None)
+        prelude = guest.compose_source("", global_name=None)
     else:
-        source = guest.compose_source(
-            code, global_name=grant.global_name, allow=tuple(grant.allow), preamble=grant.preamble
+        prelude = guest.compose_source(
+            "", global_name=grant.global_name, allow=tuple(grant.allow), preamble=grant.preamble
         )
+    image = snapshot.image_for(eng, prelude)
     state = wasi.WasiState(output_bytes=limits.output_bytes, clock=limits.clock)
     start = time.monotonic()
     deadline = start + limits.timeout_s
@@ -372,9 +390,12 @@ def _run(
                 deadline_ticks=math.ceil(limits.timeout_s / EPOCH_TICK_S) + 1,
             )
             bridge.vm = vm
-            # The agent's code is the source's tail: its first line is line 1.
-            prefix = source[: len(source) - len(code)] if source.endswith(code) else ""
-            _evaluate(vm, bridge, source, 1 - prefix.count("\n"))
+            if image is not None:
+                snapshot.restore(vm, image, state)
+                _evaluate_image(vm, bridge, image, code)
+            else:
+                # The agent's code is the source's tail: its first line is line 1.
+                _evaluate(vm, bridge, prelude + code, 1 - prelude.count("\n"))
         except _Exit as done:
             exit_code = done.code
         except _TimedOut:

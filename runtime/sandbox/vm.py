@@ -124,6 +124,8 @@ class Vm:
         for i, (arg, ty) in enumerate(zip(args, params, strict=True)):
             if ty == "i64":
                 buf[i].i64 = s64(arg)
+            elif ty == "f64":
+                buf[i].f64 = arg
             else:
                 buf[i].i32 = arg
         trap = ctypes.POINTER(ffi.wasm_trap_t)()
