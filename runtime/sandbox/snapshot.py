@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import collections
 import ctypes
+import functools
 import hashlib
 import json
 import math
@@ -156,11 +157,17 @@ class Image:
         return sum(len(b) for _, b in self.ranges)
 
 
+@functools.lru_cache(maxsize=1)
+def _engine_key() -> str:
+    return engine_mod.cache_key()  # reads package metadata: once per process
+
+
+@functools.lru_cache(maxsize=MAX_IMAGES)
 def image_key(prelude: str) -> str:
     material = json.dumps(
         {
             "format": FORMAT,
-            "engine": engine_mod.cache_key(),
+            "engine": _engine_key(),
             "stack_allowance": engine_mod.JS_STACK_ALLOWANCE,
             "flush": _FLUSH_SOURCE,
             "clock": [_IMAGE_REAL_NS, _IMAGE_MONO_NS],
