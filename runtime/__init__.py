@@ -11,6 +11,7 @@ only (a test pins the list, another draws the import graph):
       sandbox/     QuickJS in WebAssembly; takes source, a handler and limits
       broker/      grants, policy, credentials, upstream, transport, trace
       session.py   one run: a fresh sandbox and a fresh broker, one audit line
+      pool.py      RunPool: warm worker processes, runs on every core
       cli.py       `specgen run`
 
 `sandbox/` and `broker/` never import each other; `session.py` composes them.
@@ -40,6 +41,7 @@ from runtime.errors import (
     TraceIdError,
     VmError,
 )
+from runtime.pool import RunPool
 from runtime.sandbox import (
     DEFAULT_MEMORY_MB,
     DEFAULT_TIMEOUT_S,
@@ -85,6 +87,7 @@ __all__ = [
     "Refusal",
     "RunInputError",
     "RunOutcome",
+    "RunPool",
     "RunResult",
     "Secret",
     "TraceIdError",

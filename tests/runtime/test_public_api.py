@@ -33,6 +33,7 @@ EXPORTED = {
     "Refusal",
     "RunInputError",
     "RunOutcome",
+    "RunPool",
     "RunResult",
     "Secret",
     "TraceIdError",
