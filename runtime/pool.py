@@ -22,11 +22,14 @@ A switch for a caller that runs many runs on threads (the MCP server's `execute`
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import dataclasses
 import multiprocessing
 import os
+import pickle
+import queue
 import threading
-import time
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -70,9 +73,38 @@ def _run_job(code: str, sent: Profile | str, caller: str, options: dict[str, Any
     return run_profile(code, _own_profile(sent), caller=caller, **options)
 
 
-def _pause(seconds: float) -> int:
-    time.sleep(seconds)  # long enough that each warm-up task lands on its own worker
-    return os.getpid()
+def _worker_main(conn: Connection, grants_path: str) -> None:
+    """A worker process: warm up, then answer one job at a time over its pipe."""
+    try:
+        _start_worker(grants_path)
+    except BaseException as exc:
+        conn.send(("err", _picklable(exc)))
+        return
+    conn.send(("ready", os.getpid()))
+    while True:
+        try:
+            job = conn.recv()
+        except (EOFError, OSError):
+            return
+        if job is None:
+            return
+        try:
+            reply: tuple[str, object] = ("ok", _run_job(*job))
+        except BaseException as exc:  # handed back to the caller's Future
+            reply = ("err", _picklable(exc))
+        conn.send(reply)
+
+
+def _picklable(exc: BaseException) -> BaseException:
+    try:
+        pickle.dumps(exc)
+    except Exception:
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
+    return exc
+
+
+class WorkerDied(RuntimeError):
+    """The worker running this job ended before answering (the pool starts a new one)."""
 
 
 def _context() -> multiprocessing.context.BaseContext:
@@ -112,30 +144,79 @@ def job_args(
 class RunPool:
     """Warm worker processes running `run_profile` for the profiles of one grants file.
 
-    `submit` returns a Future; `run` waits for it. A worker that dies takes its run with
-    it (that Future raises `BrokenProcessPool`); the pool starts new workers for the
-    next submission.
+    One pipe and one dispatching thread per worker, no executor in between: the threads
+    wait on their pipes with the GIL released, so the parent adds tens of microseconds
+    to a run (a ProcessPoolExecutor's feeder thread cost more than a run and kept two
+    workers at the speed of one). `submit` returns a Future; `run` waits for it. A
+    worker that dies fails its run with `WorkerDied` and is replaced.
     """
 
     def __init__(self, grants_path: str | os.PathLike[str], *, workers: int | None = None) -> None:
         self.grants_path = str(Path(grants_path))
         load(self.grants_path)  # a bad file is refused here, in one line, not in a worker
         self.workers = max(1, workers or os.cpu_count() or 1)
-        self._lock = threading.Lock()
-        self._executor = self._new_executor()
-
-    def _new_executor(self) -> concurrent.futures.ProcessPoolExecutor:
-        return concurrent.futures.ProcessPoolExecutor(
-            max_workers=self.workers,
-            mp_context=_context(),
-            initializer=_start_worker,
-            initargs=(self.grants_path,),
+        self._jobs: queue.SimpleQueue[tuple[concurrent.futures.Future, tuple] | None] = (
+            queue.SimpleQueue()
         )
+        self._ready = [threading.Event() for _ in range(self.workers)]
+        self._closed = False
+        self._threads = [
+            threading.Thread(target=self._serve, args=(i,), name=f"plimsoll-pool-{i}", daemon=True)
+            for i in range(self.workers)
+        ]
+        for t in self._threads:
+            t.start()
+
+    def _spawn(self) -> tuple[multiprocessing.process.BaseProcess, Connection]:
+        ctx = _context()
+        parent, child = ctx.Pipe()
+        proc = ctx.Process(target=_worker_main, args=(child, self.grants_path), daemon=True)
+        proc.start()
+        child.close()
+        return proc, parent
+
+    def _serve(self, index: int) -> None:
+        proc, conn = self._spawn()
+        try:
+            kind, value = conn.recv()
+        except (EOFError, OSError):
+            kind, value = "err", WorkerDied("a pool worker ended while starting")
+        self._ready[index].set()
+        while True:
+            item = self._jobs.get()
+            if item is None:
+                break
+            future, job = item
+            if not future.set_running_or_notify_cancel():
+                continue
+            if kind == "err":  # the worker could not start: every job hears why
+                future.set_exception(value)  # type: ignore[arg-type]
+                continue
+            try:
+                conn.send(job)
+                answer, result = conn.recv()
+            except (EOFError, OSError):
+                future.set_exception(WorkerDied("a pool worker ended during the run"))
+                conn.close()
+                proc.join(timeout=1)
+                proc, conn = self._spawn()
+                kind, value = conn.recv()
+                continue
+            if answer == "ok":
+                future.set_result(result)
+            else:
+                future.set_exception(result)  # type: ignore[arg-type]
+        with contextlib.suppress(OSError):
+            conn.send(None)
+        proc.join(timeout=5)
+        if proc.is_alive():
+            proc.kill()
+        conn.close()
 
     def warm(self) -> None:
-        """Start every worker now (each loads the engine and the images) and wait."""
-        futures = [self._executor.submit(_pause, 0.05) for _ in range(self.workers)]
-        concurrent.futures.wait(futures)
+        """Wait until every worker has loaded the engine and its images."""
+        for event in self._ready:
+            event.wait()
 
     def submit(
         self,
@@ -160,21 +241,25 @@ class RunPool:
             trace_id=trace_id,
             scan_memory_for=scan_memory_for,
         )
-        with self._lock:
-            try:
-                return self._executor.submit(_run_job, *job)
-            except concurrent.futures.process.BrokenProcessPool:
-                self._executor.shutdown(wait=False, cancel_futures=True)
-                self._executor = self._new_executor()
-                return self._executor.submit(_run_job, *job)
+        if self._closed:
+            raise RuntimeError("the RunPool is closed")
+        future: concurrent.futures.Future[RunOutcome] = concurrent.futures.Future()
+        self._jobs.put((future, job))
+        return future
 
     def run(self, code: str, profile: Profile | str, *, caller: str, **options: Any) -> RunOutcome:
         """`submit(...).result()`: a drop-in for `run_profile` on any thread."""
         return self.submit(code, profile, caller=caller, **options).result()
 
     def close(self) -> None:
-        with self._lock:
-            self._executor.shutdown(wait=True, cancel_futures=True)
+        """Finish the queued runs, then stop every worker."""
+        if self._closed:
+            return
+        self._closed = True
+        for _ in self._threads:
+            self._jobs.put(None)
+        for t in self._threads:
+            t.join()
 
     def __enter__(self) -> RunPool:
         return self
