@@ -21,8 +21,9 @@ per image (changing it would corrupt the hash tables already built).
 What an image is not: anything after agent code ran. It is built in its own instance
 that never sees agent code, keyed by a hash of everything that went in (the engine's
 cache key, the format, the stack allowance, the prelude source), and kept in memory
-only: building one costs about a millisecond, less than reading and checking a cache
-file would, so a disk copy would not pay.
+only: building one costs 3-5 ms once per process and grant, so a disk copy could save
+at most that, once per process, while adding a file of guest state the process would
+have to trust (with the compiled module's ownership and permission checks) on every use.
 
 The prelude (shims, client, preamble) is evaluated as a strict global script, not as
 part of the agent's module: its top-level declarations stay visible to the agent's code
