@@ -249,13 +249,10 @@ def _reply_object(vm: qjs_vm.Vm, ctx: int, status: int, body: bytes) -> int:
     obj = vm.call("JS_NewObject", ctx)
     if qjs_vm.tag_of(obj) == qjs_vm.TAG_EXCEPTION:
         return obj
-    keys = vm.alloc(b"status\0body", nul=True)
-    try:
-        define = "JS_DefinePropertyValueStr"
-        vm.call(define, ctx, obj, keys, qjs_vm.js_int(status), qjs_vm.JS_PROP_C_W_E)
-        vm.call(define, ctx, obj, keys + 7, vm.new_string(ctx, body), qjs_vm.JS_PROP_C_W_E)
-    finally:
-        vm.free(keys)
+    keys = vm.constant(b"status\0body")
+    define = "JS_DefinePropertyValueStr"
+    vm.call(define, ctx, obj, keys, qjs_vm.js_int(status), qjs_vm.JS_PROP_C_W_E)
+    vm.call(define, ctx, obj, keys + 7, vm.new_string(ctx, body), qjs_vm.JS_PROP_C_W_E)
     return obj
 
 

@@ -114,6 +114,7 @@ class Vm:
         self.store.set_epoch_deadline(max(1, deadline_ticks))
         wasi.register(self.context, state)
         #: name -> (byref(func), call shape, func): the func is kept alive with its byref.
+        self._constants: dict[str | bytes, int] = {}
         self._funcs: dict[str, tuple[object, tuple[str, type, int, str | None], object]] = {}
         instance = ffi.wasmtime_instance_t()
         trap = ctypes.POINTER(ffi.wasm_trap_t)()
@@ -209,6 +210,15 @@ class Vm:
     def free(self, ptr: int) -> None:
         self.call("free", ptr)
 
+    def constant(self, data: bytes, *, key: str | None = None) -> int:
+        """`data` (NUL-terminated) in guest memory, allocated once per instance and never
+        freed: names and scratch words every host call needs, for two crossings less."""
+        name = key or data
+        ptr = self._constants.get(name)
+        if ptr is None:
+            ptr = self._constants[name] = self.alloc(data)
+        return ptr
+
     # -- table-hosted native functions ---------------------------------------------------
     def add_function(
         self, callback: object, params: tuple[str, ...], results: tuple[str, ...]
@@ -253,19 +263,16 @@ class Vm:
         With `limit`, a longer string is not copied out: b"\0" * (limit + 1) stands in
         for it, so a caller enforcing a size cap never pays for a huge copy.
         """
-        plen = self.call("malloc", 4)
-        if plen == 0:
-            raise MemoryError("guest malloc failed")
-        try:
-            p = self.call("JS_ToCStringLen2", ctx, plen, value, 0)
-            if p == 0:
-                return None
-            n = self.u32(plen)
-            data = b"\0" * (limit + 1) if limit is not None and n > limit else self.read(p, n)
-            self.call("JS_FreeCString", ctx, p)
-            return data
-        finally:
-            self.free(plen)
+        plen = self.constant(b"\0\0\0", key="to_bytes length")
+        # Reused across calls: JS_ToCStringLen2 writes the length when it returns, after
+        # any guest code it ran (a nested host call using the same word) has finished.
+        p = self.call("JS_ToCStringLen2", ctx, plen, value, 0)
+        if p == 0:
+            return None
+        n = self.u32(plen)
+        data = b"\0" * (limit + 1) if limit is not None and n > limit else self.read(p, n)
+        self.call("JS_FreeCString", ctx, p)
+        return data
 
     def install_stack_limit(self, rt: int, allowance: int) -> None:
         """Turn QuickJS's stack check back on (the WASI build leaves it off).
