@@ -51,6 +51,8 @@ def native_run() -> str:
     ctx.eval(
         "globalThis.console = {log: (...a) => __out(a.join(' '))};"
         " globalThis.__coderunner_host_call = (e) => ({status: 200, body: __reply(e)});"
+        " globalThis.__coderunner_host_start = (e) =>"
+        " Promise.resolve({status: 200, body: __reply(e)});"
     )
     ctx.module(SOURCE)
     while ctx.execute_pending_job():
