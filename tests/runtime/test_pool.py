@@ -44,12 +44,8 @@ def test_a_named_profile_runs_in_a_worker(pool_setup):
     pool, _ = pool_setup
     outcome = pool.run('print("hello", 6 * 7)', "agent-memory", caller=CALLER, clock="fixed")
     assert (outcome.result.exit_code, outcome.result.stdout) == (0, "hello 42\n")
-    assert json.loads(outcome.audit) == {
-        "profile": "agent-memory",
-        "calls": [],
-        "denied": 0,
-        "dropped": 0,
-    }
+    audit = json.loads(outcome.audit)
+    assert (audit["profile"], audit["calls"], audit["denied"]) == ("agent-memory", [], 0)
 
 
 def test_a_submitted_profile_keeps_its_base_url_and_the_worker_attaches_the_key(
