@@ -263,6 +263,23 @@ def test_the_pin_may_be_given_in_upper_case() -> None:
             ["/accounts"],
             "not under #/components/",
         ),
+        # A discriminator mapping value with a "/" or a "#" is a reference, not a bare
+        # schema name (one of the two is enough): refused as such, never looked up as the
+        # schema "https:~1~1elsewhere.example~1s.json" or "#Note".
+        (
+            lambda d: d["components"]["schemas"]["Kind"]["discriminator"]["mapping"].update(
+                quote="https://elsewhere.example/s.json"
+            ),
+            ["/accounts"],
+            '"https://elsewhere.example/s.json", outside the document',
+        ),
+        (
+            lambda d: d["components"]["schemas"]["Kind"]["discriminator"]["mapping"].update(
+                quote="#Note"
+            ),
+            ["/accounts"],
+            '"#Note", which is not under #/components/',
+        ),
     ],
 )
 def test_refusals_are_one_line(mutate: Any, prefixes: list[str], expected: str) -> None:
@@ -300,10 +317,33 @@ def test_the_output_is_deterministic_indented_json_with_a_trailing_newline() -> 
 
 def test_integers_wider_than_64_bits_survive_the_cut() -> None:
     doc = whole_document()
-    doc["components"]["schemas"]["Id"]["maximum"] = 2**70
+    # wider than a double too: orjson refuses it, so the standard library's fallback runs
+    # (orjson 3.13 reads an integer between 2**64 and about 1e308 as a float instead,
+    # which this fallback does not catch)
+    doc["components"]["schemas"]["Id"]["maximum"] = 10**400 + 1
     result_bytes, pin = pinned(doc)
     out = extract(result_bytes, sha256=pin, path_prefixes=["/accounts"], tags=[], source_name="x")
-    assert json.loads(out)["components"]["schemas"]["Id"]["maximum"] == 2**70
+    assert json.loads(out)["components"]["schemas"]["Id"]["maximum"] == 10**400 + 1
+    # the standard library writes it, in the same layout as every other cut: 2-space
+    # indentation, ": " after keys, non-ASCII as itself, one trailing newline
+    assert out == (json.dumps(json.loads(out), indent=2, ensure_ascii=False) + "\n").encode()
+    assert out.startswith(b'{\n  "openapi": "3.0.3",\n  "info": {\n    "title": "Provider')
+    wide = str(10**400 + 1).encode()
+    assert b'\n      "Id": {\n        "type": "string",\n        "maximum": ' + wide + b"\n" in out
+    assert "Provider — all APIs".encode() in out
+    assert out.endswith(b"}\n") and not out.endswith(b"\n\n")
+
+
+def test_a_cut_without_wide_integers_is_written_by_orjson() -> None:
+    """The standard library is only the fallback for integers orjson cannot hold: the two
+    write some floats differently (1e-7 against 1e-07), so a cut of an ordinary document
+    must come from orjson, byte for byte."""
+    doc = whole_document()
+    doc["components"]["schemas"]["Id"]["x-step"] = 1e-7
+    raw, pin = pinned(doc)
+    out = extract(raw, sha256=pin, path_prefixes=["/accounts"], tags=[], source_name="x")
+    assert out == orjson.dumps(orjson.loads(out), option=orjson.OPT_INDENT_2) + b"\n"
+    assert b'"x-step": 1e-7\n' in out
 
 
 def test_a_broken_unselected_path_item_does_not_spoil_a_tag_cut() -> None:
