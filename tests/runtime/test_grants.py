@@ -565,3 +565,94 @@ def test_a_matching_or_hand_written_preamble_loads(tmp_path: Path) -> None:
     assert load(write(tmp_path, {"p": ok}), environ={}).profiles[0].global_name == "memory"
     custom = minimal(preamble="globalThis.other = 1;\n", **{"global": "host"})
     assert load(write(tmp_path, {"p": custom}), environ={}).profiles[0].preamble
+
+
+# Boundaries the first mutation run (tests/mutation) showed no test pinned.
+
+
+@pytest.mark.parametrize("value", ["!", "~", "!abc~", "".join(map(chr, range(0x21, 0x7F)))])
+def test_every_printable_ascii_character_may_be_in_a_token(tmp_path: Path, value: str) -> None:
+    path = write(tmp_path, {"p": minimal(token={"env": "T"})})
+    assert load(path, environ={"T": value}).profiles[0].token == Secret(value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["abc\x7fdef", "\x7f", "abc def", "abc\x00", "abc\x80", "abc\u00e9", "abc\t"],
+    ids=["DEL", "only-DEL", "space", "NUL", "U+0080", "e-acute", "tab"],
+)
+def test_a_token_outside_printable_ascii_is_refused(tmp_path: Path, value: str) -> None:
+    """DEL (0x7F) is the first character past `~`: a header value carrying it is not a
+    bearer token, so the loader refuses it, without printing the value."""
+    message = refused(tmp_path, minimal(token={"env": "T"}), env={"T": value})
+    assert (
+        message
+        == 'grants: profile "p": token env "T" is not a bearer token (printable ASCII, no spaces)'
+    )
+    assert value not in message
+
+
+@pytest.mark.parametrize(
+    "base_url", ["http://127.0.0.1:80", "https://api.internal:443", "http://localhost:80"]
+)
+def test_a_base_url_may_spell_out_its_default_port(tmp_path: Path, base_url: str) -> None:
+    """httpx drops a default port that urlsplit keeps: the two still name one origin."""
+    profile = load(write(tmp_path, {"p": minimal(base_url=base_url)}), environ={}).profiles[0]
+    assert profile.base_url == base_url
+
+
+@pytest.mark.parametrize(
+    ("base_url", "overrides", "origin", "default", "neighbours"),
+    [
+        ("https://api.internal", [], "https://api.internal", 443, [442, 444, 80]),
+        ("https://api.internal", ["http://localhost"], "http://localhost", 80, [79, 81, 443]),
+        (
+            "https://api.internal",
+            ["https://mirror.example:443"],
+            "https://mirror.example",
+            443,
+            [444],
+        ),
+        ("http://127.0.0.1:80", [], "http://127.0.0.1", 80, [79, 81, 443]),
+    ],
+)
+def test_the_default_port_is_the_same_origin_and_its_neighbours_are_not(
+    tmp_path: Path,
+    base_url: str,
+    overrides: list[str],
+    origin: str,
+    default: int,
+    neighbours: list[int],
+) -> None:
+    """--base-url compares origins with the default port filled in: `:443` is the https
+    origin itself (spelt out or not), and a port beside it is another origin the key must
+    not reach."""
+    profile = load(
+        write(tmp_path, {"p": minimal(base_url=base_url, base_url_overrides=overrides)}),
+        environ={},
+    ).profiles[0]
+    for same in (origin, f"{origin}:{default}"):
+        assert profile.with_base_url(same).base_url == same
+    for port in neighbours:
+        url = f"{origin}:{port}"
+        with pytest.raises(GrantsError) as info:
+            profile.with_base_url(url)
+        assert str(info.value) == (
+            f'--base-url: "{url}" is not in the base_url_overrides of profile "p"'
+        )
+
+
+@pytest.mark.parametrize("ch", ["\ud800", "\udabc", "\udfff"])
+def test_a_lone_surrogate_in_echoed_text_is_escaped(tmp_path: Path, ch: str) -> None:
+    """A lone surrogate (U+D800..U+DFFF, both ends included) cannot be written as UTF-8:
+    echoed raw, the refusal itself would fail to print. JSON text can hold one (`"\\udfff"`),
+    in a field name, an env variable's name or an allow entry."""
+    escaped = f"\\u{ord(ch):04x}"
+    for profile, expected in [
+        ({**minimal(), f"x{ch}": 1}, f'grants: profile "p": unknown field "x{escaped}"'),
+        (minimal(token={"env": f"T{ch}"}), f'token env "T{escaped}" is empty or unset'),
+        (minimal(allow=[f"GET /a{ch} x"]), f'allow entry "GET /a{escaped} x" must be'),
+    ]:
+        message = refused(tmp_path, profile, env={})
+        assert expected in message
+        message.encode("utf-8")
