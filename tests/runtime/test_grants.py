@@ -656,3 +656,34 @@ def test_a_lone_surrogate_in_echoed_text_is_escaped(tmp_path: Path, ch: str) -> 
         message = refused(tmp_path, profile, env={})
         assert expected in message
         message.encode("utf-8")
+
+
+def test_max_calls_may_be_the_ceiling_itself(tmp_path: Path) -> None:
+    from runtime.broker.grants import MAX_CALLS_CEILING
+
+    path = write(tmp_path, {"p": minimal(max_calls=MAX_CALLS_CEILING)})
+    assert load(path, environ={}).profiles[0].max_calls == MAX_CALLS_CEILING
+    message = refused(tmp_path, minimal(max_calls=MAX_CALLS_CEILING + 1), env={})
+    assert "MaxCalls must be 0 (the default, 256) or between 1 and 100000" in message
+
+
+def test_with_preamble_takes_text_and_refuses_a_lone_surrogate(tmp_path: Path) -> None:
+    profile = load(write(tmp_path, {"p": minimal()}), environ={}).profiles[0]
+    assert profile.with_preamble("// planted\n").preamble == "// planted\n"
+    with pytest.raises(GrantsError, match="Global and Preamble must be valid UTF-8"):
+        profile.with_preamble("// \udfff\n")
+
+
+@pytest.mark.parametrize("host", ["api\x7f.internal", "api\x00.internal", "api .internal"])
+def test_a_base_url_with_del_or_a_control_character_is_refused(tmp_path: Path, host: str) -> None:
+    message = refused(tmp_path, minimal(base_url=f"https://{host}"), env={})
+    assert message.endswith("is not a valid URL with a host")
+    assert "\x7f" not in message and "\x00" not in message
+
+
+def test_a_base_url_may_hold_a_tilde(tmp_path: Path) -> None:
+    """`~` (0x7E, just below DEL) is an ordinary character of a URL."""
+    url = "https://api~mirror.internal"
+    assert (
+        load(write(tmp_path, {"p": minimal(base_url=url)}), environ={}).profiles[0].base_url == url
+    )
