@@ -446,6 +446,7 @@ class FakeMem0:
         carried = len(auth) == 1 and hmac.compare_digest(auth[0].encode(), self._expected)
         operation_id: str | None = None
         status, payload = 500, None
+        unsatisfiable = False
         with self._lock:
             try:
                 if refusal is not None:
@@ -470,10 +471,13 @@ class FakeMem0:
                 status = error.status
                 payload = error.body
                 if payload is None:
-                    payload = self._error_body(operation_id, status, error.message)
+                    payload, fits = self._error_body(operation_id, status, error.message)
+                    # A status whose schema no body can satisfy is the document's fault,
+                    # not the fake's: the refusal still goes out, not a 500.
+                    unsatisfiable = not fits
             except Exception as error:  # a bug in the fake: answer, log, never hang
                 status, payload = 500, {"detail": f"fake failed: {type(error).__name__}"}
-            if self._check_responses and operation_id is not None and status != 500:
+            if self._check_responses and operation_id and status != 500 and not unsatisfiable:
                 problem = self._response_problem(operation_id, status, payload)
                 if problem:
                     status, payload = (
@@ -506,16 +510,18 @@ class FakeMem0:
                     ) from None
             raise _detail(404, "Not found.") from None
 
-    def _error_body(self, operation_id: str | None, status: int, message: str) -> Any:
+    def _error_body(self, operation_id: str | None, status: int, message: str) -> tuple[Any, bool]:
         """`message` in the first shape the document allows for this status of the
-        operation; DRF's `{"detail": ...}` where the document says nothing."""
+        operation, DRF's `{"detail": ...}` where the document says nothing; and whether
+        the document admits any of the shapes (exports_create's 400 is a oneOf of two
+        schemas every object satisfies at once, so it admits none)."""
         candidates = _error_candidates(message)
         if operation_id is None:
-            return candidates[0]
+            return candidates[0], True
         op = self.document.operation(operation_id)
         key = op.response_key(status)
         if key is None:
-            return candidates[0]
+            return candidates[0], True
         # Prefer the shape whose keys the schema names ({"error": ...} where it documents
         # "error"), not merely one it tolerates.
         named = self._property_names(op.response_pointers[key])
@@ -525,8 +531,8 @@ class FakeMem0:
         )
         for candidate in ranked:
             if self._response_problem(operation_id, status, candidate) is None:
-                return candidate
-        return candidates[0]
+                return candidate, True
+        return ranked[0], False
 
     def _property_names(self, pointer: str) -> set[str]:
         """Top-level property names of the schema at `pointer`, through oneOf/anyOf."""

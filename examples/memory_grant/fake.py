@@ -722,6 +722,11 @@ class FakeAgentMemory:
 
     def _check_parameters(self, op: Operation, path: dict[str, str], raw_query: str) -> dict:
         query_values = {k: v[-1] for k, v in parse_qs(raw_query, keep_blank_values=True).items()}
+        declared = {p["name"] for p, _ in op.parameters if p["in"] == "query"}
+        for name in sorted(set(query_values) - declared):
+            # A parameter the document does not declare is refused, not ignored: a client
+            # sending one is talking to an API that does not exist (found by schemathesis).
+            raise ApiError(400, CODE_BAD_PARAMETER, f"unknown query parameter {name!r}")
         query: dict[str, Any] = {}
         for param, schema_pointer in op.parameters:
             name, where, schema = param["name"], param["in"], param.get("schema", {})
