@@ -155,6 +155,7 @@ def run(
         profile,
         limits=Limits(timeout_s=timeout_s, memory_mb=memory_mb),
         trace_id=trace_id,
+        caller=caller,
     )
     result = outcome.result
     if as_json:

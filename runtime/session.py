@@ -53,12 +53,14 @@ def run_with_grant(
     trace_id: str | None = None,
     transport: httpx.BaseTransport | None = None,
     memory_probe: Callable[[bytes], None] | None = None,
+    caller: str | None = None,
 ) -> RunOutcome:
     """Run `code` in a fresh sandbox whose host calls go through a broker for `profile`.
 
     A bad trace_id is refused (TraceIdError) before anything runs. `transport` replaces
     the broker's HTTP transport (tests); `memory_probe` receives the guest's linear
-    memory at the end (key-confinement tests).
+    memory at the end (key-confinement tests). `caller` is who asked for the run: a jwt
+    profile mints its per-run token for it, and refuses (GrantsError) without one.
     """
     if not isinstance(code, str):
         raise RunInputError(f"code must be a str, not {type(code).__name__}")
@@ -76,7 +78,13 @@ def run_with_grant(
     )
     # Taken before the sandbox starts its own clock, so no upstream call outlives the run.
     deadline = time.monotonic() + limits.timeout_s
-    broker = Broker(profile, deadline=deadline, transport=transport)
+    broker = Broker(
+        profile,
+        deadline=deadline,
+        transport=transport,
+        caller=caller,
+        run_timeout_s=limits.timeout_s,
+    )
     started = time.monotonic()
     try:
         result = sandbox.run(
@@ -167,6 +175,7 @@ def run_profile(
         limits=sandbox.Limits(timeout_s=timeout_s, memory_mb=memory_mb, clock=clock),  # type: ignore[arg-type]
         trace_id=trace_id,
         memory_probe=snapshots.append if scan_memory_for else None,
+        caller=caller,
     )
     if not scan_memory_for:
         return outcome

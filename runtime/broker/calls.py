@@ -210,13 +210,23 @@ def _query_items(permit: Permit, value: ParamValue) -> list[tuple[str, str]]:
     return [(name, joiner[permit.style].join(texts))]
 
 
-def build_query(entry: AllowEntry, given: tuple[tuple[str, ParamValue], ...]) -> str:
-    """The query string (without `?`), in the entry's order; "" when there is none."""
+def build_query(
+    entry: AllowEntry, given: tuple[tuple[str, ParamValue], ...], reserved: tuple[str, ...] = ()
+) -> str:
+    """The query string (without `?`), in the entry's order; "" when there is none.
+
+    `reserved` names the credential's query parameters (compared case-folded, as some
+    servers read query names): the broker appends them after approval, so neither a
+    guest's value nor an entry's permit (pinned or not) may put one on the wire.
+    """
     values = _unique(given, fold=False, kind="query")
     permits = {p.name: p for p in entry.query}
+    taken = {name.lower() for name in reserved}
     for name in values:
-        if name not in permits:
+        if name not in permits or name.lower() in taken:
             raise CallRefused("a query parameter the grant does not list")
+    if any(p.name.lower() in taken for p in entry.query):
+        raise CallRefused("a query parameter the broker sets")
     pairs: list[tuple[str, str]] = []
     for permit in entry.query:
         value = values.get(permit.name)

@@ -23,6 +23,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from runtime.broker.caps import CapsError, RouteCaps, check_caps, parse_cap_lines
+from runtime.broker.token_block import (
+    HeaderKey,
+    QueryKey,
+    Secret,
+    TokenBlock,
+    TokenBlockError,
+    parse_token,
+)
 from runtime.errors import GrantsError, one_line
 from runtime.messages import MSG_NOT_AVAILABLE
 from specgen.allow import AllowEntry, AllowError, parse_entry
@@ -60,42 +69,12 @@ _PROFILE_FIELDS = frozenset(
         "health_check",
         "max_calls",
         "base_url_overrides",
+        "route_max_calls",
+        "scopes",
     }
 )
 #: The port of an override entry that admits any port; loopback hosts only.
 _ANY_PORT = "*"
-_TOKEN_FIELDS = frozenset({"type", "env"})
-
-
-class Secret:
-    """A credential that never prints itself.
-
-    Only `reveal()` returns the value, and only the broker calls it, when it builds the
-    Authorization header of a request it has already approved.
-    """
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "Secret(<hidden>)"
-
-    __str__ = __repr__
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Secret) and other._value == self._value
-
-    def __hash__(self) -> int:
-        return hash(("Secret", self._value))
-
-    def __reduce__(self) -> Any:
-        # Pickling would write the value somewhere the operator did not choose.
-        raise TypeError("a Secret cannot be pickled")
 
 
 @dataclass(frozen=True)
@@ -133,6 +112,11 @@ class Profile:
             if entry.route == route:
                 return entry
         return AllowEntry(route)
+    #: The whole token block (header, query, basic or jwt); None means `token`, if set,
+    #: is sent the reference's way, `Authorization: Bearer <key>`.
+    credential: TokenBlock | None = None
+    scopes: tuple[str, ...] = ()
+    route_caps: RouteCaps = field(default_factory=RouteCaps)
 
     def allows(self, caller: str) -> bool:
         """May `caller` run with this profile? `*` in the list admits any caller id."""
@@ -263,7 +247,7 @@ class _ProfileFault(ValueError):
 def _load_profile(name: str, body: Any, base_dir: Path, env: Mapping[str, str]) -> Profile:
     try:
         return _build_profile(name, body, base_dir, env)
-    except (_ProfileFault, RouteError) as e:
+    except (_ProfileFault, RouteError, CapsError) as e:
         raise GrantsError(f"grants: profile {_quote(name)}: {e}") from None
 
 
@@ -283,9 +267,11 @@ def _build_profile(name: str, body: Any, base_dir: Path, env: Mapping[str, str])
     _check_routes(catalog, "catalog ")
     callers = _callers(body)
     preamble = _preamble(body, base_dir)
-    token_env, token = _token(body, env)
+    credential = _token(body, env)
     health = _health_check(body)
     overrides = _overrides(body)
+    cap_lines = parse_cap_lines(body.get("route_max_calls", {}))
+    scopes = _string_list(body, "scopes")
     base_url = _string(body, "base_url")
     global_name = _string(body, "global") or "host"
     max_calls = body.get("max_calls", 0)
@@ -304,12 +290,24 @@ def _build_profile(name: str, body: Any, base_dir: Path, env: Mapping[str, str])
     err = base_url_error(base_url)
     if err is not None:
         raise _ProfileFault(err)
+    for scope in scopes:
+        if not scope or any(ch.isspace() for ch in scope):
+            raise _ProfileFault(
+                f"host-api grant: scope {_quote(scope)} must be one non-empty token "
+                "without whitespace"
+            )
+        if scope in ("code:run", "*"):
+            raise _ProfileFault(
+                f"host-api grant: forbidden scope {_quote(scope)} "
+                '(a capability token must never carry code:run or "*")'
+            )
     if not allow:
         raise _ProfileFault(
             'allow lists no route, so every call would be refused; list at least one "METHOD /path"'
         )
     _check_routes(allow, "host-api grant: ")
     _check_preamble_global(global_name, preamble)
+    route_caps = check_caps(cap_lines, allow)
     if health is not None:
         _check_health(health)
 
@@ -324,8 +322,11 @@ def _build_profile(name: str, body: Any, base_dir: Path, env: Mapping[str, str])
         preamble=preamble,
         health_check=health,
         max_calls=max_calls or DEFAULT_MAX_CALLS,
-        token_env=token_env,
-        token=token,
+        token_env=credential.env if isinstance(credential, HeaderKey | QueryKey) else None,
+        token=credential.secret if isinstance(credential, HeaderKey | QueryKey) else None,
+        credential=credential,
+        scopes=tuple(scopes),
+        route_caps=route_caps,
         base_url_overrides=overrides,
     )
 
@@ -489,34 +490,13 @@ def _preamble(body: dict[str, Any], base_dir: Path) -> str:
         raise _ProfileFault("host-api grant: Global and Preamble must be valid UTF-8") from None
 
 
-def _token(body: dict[str, Any], env: Mapping[str, str]) -> tuple[str | None, Secret | None]:
+def _token(body: dict[str, Any], env: Mapping[str, str]) -> TokenBlock | None:
     if "token" not in body:
-        return None, None
-    spec = body["token"]
-    if not isinstance(spec, dict):
-        raise _ProfileFault("token must be an object")
-    for key in spec:
-        if key not in _TOKEN_FIELDS:
-            raise _ProfileFault(f"token: unknown field {_quote(key)}")
-    spec = {k: v for k, v in spec.items() if v is not None}
-    kind = spec.get("type", "")
-    var = spec.get("env", "")
-    if not isinstance(kind, str) or not isinstance(var, str):
-        raise _ProfileFault("token.type and token.env must be strings")
-    if kind not in ("", "static"):
-        raise _ProfileFault(f"unknown token.type {_quote(kind)} (want static)")
-    if not var:
-        raise _ProfileFault("token.env is required for a static token")
-    value = env.get(var, "")
-    if not value:
-        raise _ProfileFault(f"token env {_quote(var)} is empty or unset")
-    # The reference only checks this at run time; refusing at load is the same outcome
-    # (every run refused) stated earlier, and the message never includes the value.
-    if not all(0x21 <= ord(ch) <= 0x7E for ch in value):
-        raise _ProfileFault(
-            f"token env {_quote(var)} is not a bearer token (printable ASCII, no spaces)"
-        )
-    return var, Secret(value)
+        return None
+    try:
+        return parse_token(body["token"], env)
+    except TokenBlockError as e:
+        raise _ProfileFault(str(e)) from None
 
 
 def _health_check(body: dict[str, Any]) -> Route | None:

@@ -18,6 +18,10 @@ row or error text is derived from it, and no exception text from the HTTP stack 
 could name the URL) is ever shown to the guest. An upstream reply that carries the key
 back (an echo endpoint, a debug page reflecting the Authorization header), verbatim,
 encoded or in long pieces (`reflection.py`), is not delivered: the guest gets 502.
+
+Between the allow match and the body check sit the reference's per-route caps
+(`caps.py`, 429) and backpressure breaker (`breaker.py`, 503 while an upstream 429/503
+cooldown lasts, with an optional health probe); a delivered 429 or 503 opens it.
 """
 
 from __future__ import annotations
@@ -31,6 +35,9 @@ from dataclasses import dataclass, field
 import httpx
 
 from runtime.broker import upstream
+from runtime.broker.breaker import PROBE_TIMEOUT_S
+from runtime.broker.breaker import Breaker as BackpressureBreaker
+from runtime.broker.credentials import credential_for
 from runtime.broker.grants import Profile
 from runtime.broker.policy import Policy
 from runtime.broker.trace import CallTrace, TraceSnapshot
@@ -42,6 +49,8 @@ from runtime.messages import (
     MSG_CAPACITY,
     MSG_ENDED,
     MSG_FORBIDDEN,
+    MSG_ROUTE_BUDGET,
+    MSG_SHED,
     MSG_TOO_LARGE,
     MSG_UPSTREAM,
     MSG_UPSTREAM_BAD_RESPONSE,
@@ -107,7 +116,9 @@ class Broker:
 
     Build it just before the guest starts and `close()` it when the run ends; after
     that every call gets 503 `host api grant has ended`. `deadline` is the run's end on
-    the `time.monotonic()` clock: no upstream call outlives it.
+    the `time.monotonic()` clock: no upstream call outlives it. `caller` and
+    `run_timeout_s` bind a jwt profile's per-run token (minted here, before any guest
+    code runs; GrantsError when it cannot be); `clock` drives the breaker (tests).
     """
 
     def __init__(
@@ -117,9 +128,15 @@ class Broker:
         deadline: float | None = None,
         upstream_timeout_s: float = UPSTREAM_TIMEOUT_S,
         transport: httpx.BaseTransport | None = None,
+        caller: str | None = None,
+        run_timeout_s: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._profile = profile
-        self._policy = Policy(profile)
+        credential = credential_for(profile, caller=caller, run_timeout_s=run_timeout_s)
+        self._policy = Policy(profile, credential)
+        self._caps = profile.route_caps.budget()
+        self._breaker = BackpressureBreaker(clock=clock)
         self._budget = profile.max_calls
         self._deadline = deadline
         self._timeout_s = upstream_timeout_s
@@ -197,6 +214,12 @@ class Broker:
             self.trace.deny()
             return refusal(403, MSG_FORBIDDEN)
         route, path = plan.route, plan.path
+        if not self._caps.charge(route.method, path):
+            self.trace.deny()
+            return refusal(429, MSG_ROUTE_BUDGET)
+        if not self._breaker.admit(self._probe if self._profile.health_check else None):
+            self.trace.shed()
+            return refusal(503, MSG_SHED)
         if body is not None and len(body) > MAX_REQUEST_BODY:
             self.trace.deny()
             return refusal(413, MSG_TOO_LARGE)
@@ -256,6 +279,7 @@ class Broker:
         if up is None or failure is not None:
             status, text = FAILURE_REPLIES[failure or Failure.BAD_RESPONSE]
             return refusal(status, text)
+        self._breaker.observe(up.status, up.retry_after)
         return HostReply(status=up.status, body=up.body, content_type=up.content_type)
 
     def _close_out(self, call: _Admitted) -> bool:
@@ -281,6 +305,25 @@ class Broker:
             latency_s=time.monotonic() - call.since,
             failure=Failure.CANCELLED,
         )
+
+    def _probe(self) -> tuple[int, str | None]:
+        """GET the health route with the credential; (status, Retry-After), 0 on no reply.
+
+        Neither recorded nor charged (reference 3.4); its body is read (bounded) and
+        dropped, never shown to the guest.
+        """
+        health = self._profile.health_check
+        if health is None:
+            return 0, None
+        timeout = min(PROBE_TIMEOUT_S, self._call_timeout())
+        request = self._policy.build(self._client, "GET", health.path, b"", timeout)
+        if request is None:
+            return 0, None
+        try:
+            up = upstream.send(self._client, request, timeout)
+        except Fault as fault:
+            return fault.status, None
+        return up.status, up.retry_after
 
     def _reflects_key(self, body: bytes) -> bool:
         """Does the reply hold the key, verbatim, encoded or in pieces (reflection.py)?"""

@@ -8,12 +8,15 @@ nothing the guest controls except what that entry permits: the path (a raw call'
 canonical path, or a structured call's values each encoded as one segment), the query
 and header parameters the entry lists (pins added), and a body of a media type the
 entry permits. Fixed headers, the operator's origin and the credential's headers are
-added last, and a request whose wire form is not what was approved is refused.
+added last; the credential's query parameter, if it has one, is appended after
+approval (the guest may never send a parameter of that name), and a request whose wire
+form is not what was approved is refused.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.parse import quote
 
 import httpx
 
@@ -54,12 +57,16 @@ class Plan:
 class Policy:
     """One profile's rules: approve a call, build its request, check a reply for the key."""
 
-    def __init__(self, profile: Profile) -> None:
+    def __init__(self, profile: Profile, credential: Credential | None = None) -> None:
+        """`credential` is the run's (a jwt profile mints one per run); by default the
+        profile's static one."""
         self._profile = profile
         self._base_url = profile.base_url
         self._allow: tuple[Route, ...] = profile.allow
         self._origin = httpx.URL(profile.base_url)
-        self._credential: Credential | None = credential_for(profile)
+        self._credential: Credential | None = (
+            credential if credential is not None else credential_for(profile)
+        )
         # The needles are built once per broker, not per reply.
         self._reflection = Reflection(self._credential.secrets() if self._credential else ())
 
@@ -99,7 +106,7 @@ class Policy:
         if route is None:
             return None
         entry: AllowEntry = self._profile.entry_for(route)
-        query = calls.build_query(entry, call.query)
+        query = calls.build_query(entry, call.query, self._reserved_query())
         headers = calls.build_headers(entry, call.headers, self._reserved_headers())
         body = calls.build_body(entry, call.body, call.media_type)
         if len((path + "?" + query).encode("utf-8", "surrogatepass")) > calls.MAX_TARGET_BYTES:
@@ -119,6 +126,12 @@ class Policy:
         if self._credential is None:
             return ()
         return tuple(name for name, _ in self._credential.headers())
+
+    def _reserved_query(self) -> tuple[str, ...]:
+        """Query names the credential appends after approval: never the guest's to set."""
+        if self._credential is None:
+            return ()
+        return tuple(name for name, _ in self._credential.query())
 
     def build(
         self,
@@ -148,6 +161,15 @@ class Policy:
             or url.userinfo
         ):
             return None
+        wire_query = plan.query
+        credential_query = self._credential_query()
+        if credential_query:
+            # Appended after approval and after the checks above, which compared the
+            # query with the plan's: the guest never names this parameter (calls.py
+            # refuses it), so the only credential on the wire is the broker's.
+            wire_query = plan.query + "&" + credential_query if plan.query else credential_query
+            url = url.copy_with(query=wire_query.encode("ascii"))
+        wire_target = plan.path + ("?" + wire_query if wire_query else "")
         body = plan.body
         content = body.content if body is not None else None
         fields: dict[str, list[str]] = {}
@@ -163,13 +185,22 @@ class Policy:
             timeout=httpx.Timeout(timeout_s),
         )
         request.read()  # form and multipart bodies are streams; the size check needs bytes
-        if request.url.raw_path != target.encode("ascii") or request.method != method:
+        if request.url.raw_path != wire_target.encode("ascii") or request.method != method:
             return None
         if body is not None and (body.fields or body.parts):
             sent_type = request.headers.get("content-type", "")
             if sent_type.partition(";")[0] != body.media_type:
                 return None
         return request
+
+    def _credential_query(self) -> str:
+        """The credential's query parameters, every byte outside unreserved encoded."""
+        if self._credential is None:
+            return ""
+        return "&".join(
+            quote(name, safe="") + "=" + quote(value, safe="")
+            for name, value in self._credential.query()
+        )
 
     def _headers(
         self, body: Body | None, extra: tuple[tuple[str, str], ...]

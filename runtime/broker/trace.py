@@ -73,14 +73,21 @@ class TraceSnapshot:
     dropped: int
     #: One entry per (method, route) that reached the API, sorted; beyond the row cap too.
     routes: tuple[RouteCount, ...] = ()
+    #: Calls the backpressure breaker refused (never sent).
+    shed: int = 0
 
     def to_dict(self) -> dict[str, object]:
-        return {
+        record: dict[str, object] = {
             "calls": [_row_dict(r) for r in self.rows],
             "denied": self.denied,
             "dropped": self.dropped,
             "routes": [asdict(c) for c in self.routes],
         }
+        if self.shed:
+            # Only when > 0, as the reference's host_calls_shed: a run the breaker never
+            # touched keeps the audit line it always had.
+            record["shed"] = self.shed
+        return record
 
 
 def _row_dict(row: TraceRow) -> dict[str, object]:
@@ -102,6 +109,7 @@ class CallTrace:
         self._denied = 0
         self._dropped = 0
         self._counts: dict[tuple[str, str], list[int]] = {}
+        self._shed = 0
 
     def deny(self) -> None:
         with self._lock:
@@ -112,6 +120,11 @@ class CallTrace:
         with self._lock:
             self._seq += 1
             return self._seq
+
+    def shed(self) -> None:
+        """Count a call the breaker refused; like a denied one, it has no row."""
+        with self._lock:
+            self._shed += 1
 
     def record(
         self,
@@ -166,7 +179,7 @@ class CallTrace:
                     self._counts.items(), key=lambda kv: (kv[0][1], kv[0][0])
                 )
             )
-            return TraceSnapshot(rows, self._denied, self._dropped, routes)
+            return TraceSnapshot(rows, self._denied, self._dropped, routes, self._shed)
 
 
 def check_trace_id(trace_id: str) -> str:
@@ -185,7 +198,8 @@ def audit_line(profile: str, snapshot: TraceSnapshot, trace_id: str | None = Non
 
     Fields: `profile`, `trace_id` (only when the caller gave one), `calls` (the rows),
     `denied`, `dropped`, `routes` (every call sent upstream, counted per method and
-    allow entry, past the row cap too). Nothing else exists to be filled in.
+    allow entry, past the row cap too), `shed` (only when the breaker refused a call).
+    Nothing else exists to be filled in.
     """
     record: dict[str, object] = {"profile": profile}
     if trace_id is not None:
@@ -220,7 +234,10 @@ def format_table(snapshot: TraceSnapshot) -> str:
             )
     else:
         lines.append("  no call recorded")
-    lines.append(f"  denied {snapshot.denied}, dropped {snapshot.dropped}")
+    counts = f"  denied {snapshot.denied}, dropped {snapshot.dropped}"
+    if snapshot.shed:
+        counts += f", shed {snapshot.shed}"
+    lines.append(counts)
     if snapshot.dropped:
         lines.append("  every call sent, by route (rows past the cap included):")
         for c in snapshot.routes:

@@ -39,6 +39,8 @@ class Upstream:
     status: int
     body: bytes
     content_type: str
+    #: The first Retry-After header, for the breaker; never passed to the guest.
+    retry_after: str | None = None
 
 
 class Failure(enum.StrEnum):
@@ -149,7 +151,12 @@ def _exchange(client: httpx.Client, request: httpx.Request, limit: float) -> Ups
             # and decompressing would let a small body grow past the cap.
             raise Fault(status)
         body = _read_capped(response, limit, status)
-        return Upstream(status=status, body=body, content_type=_content_type(response))
+        return Upstream(
+            status=status,
+            body=body,
+            content_type=_content_type(response),
+            retry_after=next(iter(response.headers.get_list("retry-after")), None),
+        )
     except Fault:
         raise
     except Exception as exc:

@@ -21,7 +21,7 @@ from runtime import load_grants as load
 from specgen.grant_init import schema_text
 
 ROOT = Path(__file__).resolve().parents[2]
-ENV = {"API_TOKEN": "tok-123"}
+ENV = {"API_TOKEN": "tok-123", "JWT_SECRET": "a-signing-key-of-at-least-32-bytes!"}
 
 SCHEMA = json.loads(schema_text())
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
@@ -59,6 +59,8 @@ CASES: list[tuple[str, str, Any, bool]] = [
             preamble="host.x = 1;",
             health_check="GET /v1/health",
             max_calls=100000,
+            route_max_calls={"GET /v1/items/*": 3},
+            scopes=["items:read"],
         ),
         True,
     ),
@@ -72,6 +74,8 @@ CASES: list[tuple[str, str, Any, bool]] = [
             max_calls=None,
             health_check=None,
             token=None,
+            scopes=None,
+            route_max_calls=None,
             **{"global": None},
         ),
         True,
@@ -84,6 +88,26 @@ CASES: list[tuple[str, str, Any, bool]] = [
     ("remote override, any port", "p", _with(base_url_overrides=["https://a.example:*"]), False),
     ("plain http override to a remote host", "p", _with(base_url_overrides=["http://a.b"]), False),
     ("token type defaults to static", "p", _with(token={"env": "API_TOKEN"}), True),
+    ("token in X-API-Key", "p", _with(token={"env": "API_TOKEN", "header": "X-API-Key"}), True),
+    (
+        "token value template",
+        "p",
+        _with(token={"env": "API_TOKEN", "header": "Authorization", "value": "Token {token}"}),
+        True,
+    ),
+    ("token in the query", "p", _with(token={"env": "API_TOKEN", "query": "api_key"}), True),
+    (
+        "basic token",
+        "p",
+        _with(token={"type": "basic", "user_env": "API_TOKEN", "password_env": "API_TOKEN"}),
+        True,
+    ),
+    (
+        "jwt token",
+        "p",
+        _with(token={"type": "jwt", "secret_env": "JWT_SECRET", "audience": "api", "ttl_sec": 30}),
+        True,
+    ),
     ("loopback http", "p", _with(base_url="http://127.0.0.1:8080"), True),
     ("localhost http", "p", _with(base_url="http://localhost:9"), True),
     ("max_calls 0 is the default", "p", _with(max_calls=0), True),
@@ -145,9 +169,27 @@ CASES: list[tuple[str, str, Any, bool]] = [
     ("route with non-ASCII", "p", _with(allow=["GET /v1/café"]), False),
     ("allow not a list", "p", _with(allow="GET /v1"), False),
     ("bad catalog route", "p", _with(catalog=["TRACE /v1"]), False),
-    ("unknown token type", "p", _with(token={"type": "jwt", "env": "API_TOKEN"}), False),
+    ("unknown token type", "p", _with(token={"type": "oauth", "env": "API_TOKEN"}), False),
+    ("jwt with env", "p", _with(token={"type": "jwt", "env": "API_TOKEN"}), False),
     ("token without env", "p", _with(token={"type": "static"}), False),
-    ("token with an extra field", "p", _with(token={"env": "API_TOKEN", "header": "X"}), False),
+    ("token with an extra field", "p", _with(token={"env": "API_TOKEN", "key": "X"}), False),
+    ("header name with CRLF", "p", _with(token={"env": "API_TOKEN", "header": "X\r\nY"}), False),
+    ("value without {token}", "p", _with(token={"env": "API_TOKEN", "value": "Token"}), False),
+    ("value with CRLF", "p", _with(token={"env": "API_TOKEN", "value": "{token}\r\n"}), False),
+    (
+        "query and header",
+        "p",
+        _with(token={"env": "API_TOKEN", "query": "k", "header": "X-K"}),
+        False,
+    ),
+    ("query name with &", "p", _with(token={"env": "API_TOKEN", "query": "a&b"}), False),
+    ("basic without password", "p", _with(token={"type": "basic", "user_env": "API_TOKEN"}), False),
+    ("jwt without audience", "p", _with(token={"type": "jwt", "secret_env": "JWT_SECRET"}), False),
+    ("forbidden scope", "p", _with(scopes=["code:run"]), False),
+    ("scope with a space", "p", _with(scopes=["a b"]), False),
+    ("route cap of 0", "p", _with(route_max_calls={"GET /v1/items/*": 0}), False),
+    ("route cap a string", "p", _with(route_max_calls={"GET /v1/items/*": "3"}), False),
+    ("route cap key not a route", "p", _with(route_max_calls={"GET": 3}), False),
     ("max_calls too high", "p", _with(max_calls=100001), False),
     ("max_calls negative", "p", _with(max_calls=-1), False),
     ("max_calls a string", "p", _with(max_calls="10"), False),

@@ -354,11 +354,11 @@ def test_the_page_claims_nothing_the_code_lacks() -> None:
     # There is no container or VM provider, and nothing builds metrics from the trace.
     for claim in ("run the same grant and broker behind", "audit log and metrics", "gVisor or a"):
         assert claim not in text
-    # The Mem0 row states what this code does: a trailing "/" is an ordinary route,
-    # specgen carries all 55 operations, and only a Bearer key is written. All must
-    # hold for the row to stay.
+    # The Mem0 rows state what this code does: a trailing "/" is an ordinary route,
+    # specgen carries all 55 operations, and a grant can send `Token <key>` and a bare
+    # key in X-API-Key. All must hold for the rows to stay.
     from runtime import Secret
-    from runtime.broker.credentials import Bearer
+    from runtime.broker.credentials import Header
     from specgen.build import Options
     from specgen.build import run as build
     from specgen.routes import target_allowed
@@ -373,5 +373,15 @@ def test_the_page_claims_nothing_the_code_lacks() -> None:
     entries = _allow_entries({"allow": json.loads(mem0.files["allow.json"])})
     assert any(e.query for e in entries) and any(e.body for e in entries)
     assert "whose query parameters, <code>DELETE</code> bodies and pins a grant now carries" in text
-    assert Bearer(Secret("k")).headers() == [("Authorization", "Bearer k")]
-    assert "Authorization: Bearer &lt;key&gt;" in text
+    # ... and a grant's token block sends the key the way each row says
+    from runtime.broker.token_block import parse_token
+
+    env = {"K": "k"}
+    platform = parse_token(
+        {"type": "static", "env": "K", "header": "Authorization", "value": "Token {token}"}, env
+    )
+    hosted = parse_token({"type": "static", "env": "K", "header": "X-API-Key"}, env)
+    for block, sent in ((platform, ("Authorization", "Token k")), (hosted, ("X-API-Key", "k"))):
+        assert Header(Secret("k"), block.header, block.value).headers() == [sent]
+    assert "Authorization: Token &lt;key&gt;" in text and "broker writes only" not in text
+    assert '"header": "X-API-Key"' in text
