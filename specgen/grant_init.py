@@ -11,6 +11,7 @@ draft is plain data here and the tests prove the loader accepts it.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from importlib.resources import files
@@ -22,6 +23,7 @@ import orjson
 from specgen.errors import SpecError
 from specgen.quoting import go_quote
 from specgen.routes import Route, RouteError, parse_route_line, route_error
+from specgen.security import propose_one
 
 #: Where the published schema lives inside the installed package.
 SCHEMA_NAME = "grants.schema.json"
@@ -94,10 +96,19 @@ def _describe(scheme: dict[str, Any]) -> str:
     return str(kind)
 
 
+def _instead(name: str, scheme: dict[str, Any], env: str) -> str:
+    """What token block would send this scheme (specgen/security.py), or why none can."""
+    proposal = propose_one(name, scheme, env)
+    if proposal.token is None:
+        return proposal.note
+    block = json.dumps(proposal.token, ensure_ascii=True, separators=(", ", ": "))
+    return f"use the token block {block}" + (f" ({proposal.note})" if proposal.note else "")
+
+
 def _token(doc: dict[str, Any], profile: str) -> tuple[dict[str, str] | None, list[str]]:
-    """The token block the loader knows (a static bearer token from an env variable),
-    proposed when the document declares a scheme a bearer token can satisfy, with a note
-    for every scheme the broker cannot send as declared."""
+    """The draft's token block (a static bearer token from an env variable), proposed
+    when the document declares a scheme a bearer token can satisfy, with a note for
+    every other scheme naming the token block that would send it (or why none can)."""
     schemes = _schemes(doc)
     token = {"type": "static", "env": env_name(profile)}
     if not schemes:
@@ -112,9 +123,8 @@ def _token(doc: dict[str, Any], profile: str) -> tuple[dict[str, str] | None, li
         or s.get("type") in ("oauth2", "openIdConnect")
     ]
     notes = [
-        f"securityScheme {go_quote(name)} is {_describe(s)}; the broker sends only "
-        "Authorization: Bearer <token>, so calls will not carry this credential as the "
-        "document asks"
+        f"securityScheme {go_quote(name)} is {_describe(s)}; the draft's bearer token "
+        f"does not send it as the document asks: {_instead(name, s, token['env'])}"
         for name, s in sorted(schemes.items())
         if name not in bearer_like
     ]

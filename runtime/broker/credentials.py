@@ -14,7 +14,6 @@ one branch in `credential_for`, with no change to the policy, the upstream or th
 from __future__ import annotations
 
 import base64
-import json
 from typing import Protocol
 from urllib.parse import quote
 

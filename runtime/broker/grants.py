@@ -105,6 +105,11 @@ class Profile:
     #: styles and body media types it permits. Empty means bare routes (tests that
     #: build a Profile by hand): each then permits no parameter and a JSON body only.
     entries: tuple[AllowEntry, ...] = ()
+    #: The whole token block (header, query, basic or jwt); None means `token`, if set,
+    #: is sent the reference's way, `Authorization: Bearer <key>`.
+    credential: TokenBlock | None = None
+    scopes: tuple[str, ...] = ()
+    route_caps: RouteCaps = field(default_factory=RouteCaps)
 
     def entry_for(self, route: Route) -> AllowEntry:
         """The allow entry whose route is `route` (a bare entry when none was loaded)."""
@@ -112,11 +117,6 @@ class Profile:
             if entry.route == route:
                 return entry
         return AllowEntry(route)
-    #: The whole token block (header, query, basic or jwt); None means `token`, if set,
-    #: is sent the reference's way, `Authorization: Bearer <key>`.
-    credential: TokenBlock | None = None
-    scopes: tuple[str, ...] = ()
-    route_caps: RouteCaps = field(default_factory=RouteCaps)
 
     def allows(self, caller: str) -> bool:
         """May `caller` run with this profile? `*` in the list admits any caller id."""
