@@ -9,8 +9,8 @@ Where the key lives: never on the pipe. A worker reads the operator's grants fil
 when it starts (the same file and environment as the parent), so its broker holds the
 key it loaded; the parent sends only the code, the profile's name, the caller and the
 limits. A `Profile` may be submitted instead of a name (the example aims one at its
-loopback fake with `with_base_url`): it is sent without its token (`Secret` refuses
-pickling, and the field is cleared first), and the worker starts again from its own
+loopback fake with `with_base_url`): it is sent without its token or token block
+(`Secret` refuses pickling, and both fields are cleared first), and the worker starts again from its own
 profile of that name, applies only the two overrides a Profile offers (`with_base_url`,
 `with_preamble`, with their checks) and refuses a Profile whose other fields differ from
 the file, so the file stays the authority over what a run may call and with which key.
@@ -39,6 +39,8 @@ from runtime.messages import MSG_NOT_AVAILABLE
 from runtime.session import RunOutcome, run_profile, run_with_grant
 
 _WORKER_GRANTS: Grants | None = None
+#: The subject a warm-up run's jwt (never sent: the run makes no call) is minted for.
+_WARMUP_CALLER = "runpool-warm-up"
 
 
 def _start_worker(grants_path: str) -> None:
@@ -46,7 +48,10 @@ def _start_worker(grants_path: str) -> None:
     global _WORKER_GRANTS
     _WORKER_GRANTS = load(grants_path)
     for profile in _WORKER_GRANTS.profiles:
-        run_with_grant("", profile)  # builds the engine once and the profile's image
+        # Builds the engine once and the profile's image. A jwt profile mints a token
+        # for the run's caller before the guest starts; this run makes no call, so the
+        # token minted for the warm-up subject is never sent anywhere.
+        run_with_grant("", profile, caller=_WARMUP_CALLER)
 
 
 def _own_profile(sent: Profile | str) -> Profile:
@@ -58,7 +63,12 @@ def _own_profile(sent: Profile | str) -> Profile:
         raise GrantsError(MSG_NOT_AVAILABLE.format(name=f'"{name}"'))
     if not isinstance(sent, Profile):
         return own
-    if dataclasses.replace(sent, base_url=own.base_url, preamble=own.preamble) != own:
+    # The credential is always the worker's own (the parent sends none), so it is not
+    # part of the comparison.
+    same = dataclasses.replace(
+        sent, base_url=own.base_url, preamble=own.preamble, credential=own.credential
+    )
+    if same != own:
         raise GrantsError(
             f'grant "{name}": the submitted profile differs from the grants file the workers loaded'
         )
@@ -128,7 +138,8 @@ def job_args(
     if isinstance(profile, Profile):
         if not profile.allows(caller):  # checked again in the worker
             raise GrantsError(MSG_NOT_AVAILABLE.format(name=f'"{profile.name}"'))
-        sent: Profile | str = dataclasses.replace(profile, token=None)
+        # The token block holds the key(s) too (header, query, basic, jwt signing key).
+        sent: Profile | str = dataclasses.replace(profile, token=None, credential=None)
     else:
         sent = profile
     options: dict[str, Any] = {"clock": clock, "trace_id": trace_id}

@@ -102,3 +102,47 @@ def test_a_bad_grants_file_is_refused_in_the_parent(tmp_path: Path):
     (tmp_path / "grants.json").write_text("{", "utf-8")
     with pytest.raises(GrantsError):
         RunPool(tmp_path / "grants.json", workers=1)
+
+
+JWT_SECRET = "a-pool-signing-key-of-at-least-32-bytes"
+
+
+def test_a_token_block_never_crosses_the_pipe(tmp_path: Path):
+    """Every credential kind holds its key in the token block too, not only in `token`."""
+    environ = {"K": KEY, "U": "pool-user", "P": "pool-password-1234", "S": JWT_SECRET}
+    blocks = (
+        {"env": "K", "header": "X-API-Key"},
+        {"env": "K", "query": "api_key"},
+        {"type": "basic", "user_env": "U", "password_env": "P"},
+        {"type": "jwt", "secret_env": "S", "audience": "memory-api"},
+    )
+    for block in blocks:
+        path = grants_file(tmp_path, token=block)
+        profile = load_grants(path, environ=environ).select("agent-memory", CALLER)
+        assert profile.credential is not None
+        with pytest.raises(TypeError):
+            pickle.dumps(profile)
+        payload = pickle.dumps(job_args(RECALL, profile, caller=CALLER))
+        for secret in environ.values():
+            assert secret.encode() not in payload
+
+
+def test_a_jwt_profile_warms_up_and_each_run_mints_for_its_caller(
+    tmp_path: Path, api: FakeAPI, monkeypatch: pytest.MonkeyPatch
+):
+    from joserfc import jwt
+    from joserfc.jwk import OctKey
+
+    monkeypatch.setenv("POOL_JWT_SECRET", JWT_SECRET)
+    block = {"type": "jwt", "secret_env": "POOL_JWT_SECRET", "audience": "memory-api"}
+    path = grants_file(tmp_path, token=block)
+    profile = load_grants(path).select("agent-memory", CALLER)
+    with RunPool(path, workers=1) as pool:
+        pool.warm()  # the warm-up run mints for no real caller and sends nothing
+        assert len(api.requests) == 0
+        outcome = pool.run(RECALL, profile.with_base_url(api.url), caller=CALLER)
+    assert (outcome.result.exit_code, outcome.result.stdout) == (0, "recalled\n")
+    (seen,) = api.requests
+    scheme, _, token = seen.headers["authorization"].partition(" ")
+    claims = jwt.decode(token, OctKey.import_key(JWT_SECRET.encode()), ["HS256"]).claims
+    assert (scheme, claims["sub"], claims["aud"]) == ("Bearer", CALLER, "memory-api")
