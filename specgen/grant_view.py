@@ -27,6 +27,9 @@ if TYPE_CHECKING:
     from specgen.typescript import OperationTypes
 
 _PARAM = re.compile(r"\{([^{}]*)\}")
+#: The token block types the runtime's broker reads (runtime/broker/token_block.py).
+TOKEN_KINDS = ("static", "basic", "jwt")
+
 #: Operations the description lists in full; the rest are named only (search finds them).
 MAX_LISTED = 400
 
@@ -37,7 +40,8 @@ class GrantView:
 
     profile: str
     allow: tuple[Route, ...]
-    #: "static" for a key the broker holds; "" when the grant sends no credential.
+    #: The token block's type ("static", "basic" or "jwt"); "" when the grant sends no
+    #: credential. The description's sentence about the key depends on it.
     token: str
     global_name: str = ""
 
@@ -65,10 +69,10 @@ def read_grant(grants: Path, name: str) -> GrantView:
     kind = ""
     if isinstance(token, dict):
         kind = str(token.get("type") or "static")
-        if kind != "static":
+        if kind not in TOKEN_KINDS:
             raise SpecError(
                 f"specgen: profile {go_quote(name)}: token type {go_quote(kind)} is not one the "
-                "runtime supports (static)"
+                f"runtime supports ({'|'.join(TOKEN_KINDS)})"
             )
     global_name = body.get("global")
     return GrantView(name, allow, kind, global_name if isinstance(global_name, str) else "")

@@ -9,10 +9,19 @@ contains its key.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from runtime import EngineError, GrantsError, Profile, load_grants, messages, run_profile
+from runtime import (
+    EngineError,
+    GrantsError,
+    Profile,
+    Secret,
+    load_grants,
+    messages,
+    run_profile,
+)
 from specgen.routes import Route
 
 #: The broker's fixed refusal texts, by the rule that refused (see hints in tools.py).
@@ -59,6 +68,17 @@ class Grant:
     def __init__(self, profile: Profile, caller: str, timeout_s: float, memory_mb: int) -> None:
         self._profile = profile
         self._caller = caller
+        block = profile.credential
+        #: Every secret the token block holds, whatever its kind (key, password, jwt key).
+        self._secrets: tuple[Secret, ...] = (
+            tuple(
+                value
+                for f in dataclasses.fields(block)
+                if isinstance(value := getattr(block, f.name), Secret)
+            )
+            if block is not None
+            else ()
+        )
         self.timeout_s = timeout_s
         self.memory_mb = memory_mb
 
@@ -80,12 +100,13 @@ class Grant:
 
     @property
     def has_key(self) -> bool:
-        return self._profile.token is not None
+        return self._profile.credential is not None
 
     def leaks(self, text: str) -> bool:
-        """Does `text` contain the key? (A last check before anything leaves the server.)"""
-        token = self._profile.token
-        return token is not None and token.reveal() in text
+        """Does `text` contain a secret of the grant's token block (the key, a basic
+        password, a jwt signing key)? A last check before anything leaves the server; a
+        run's minted jwt never reaches the guest unreflected (the broker's reply check)."""
+        return any(secret.reveal() in text for secret in self._secrets)
 
     def run(self, code: str) -> Run:
         """Run `code` in a fresh sandbox through the grant. Blocking; thread-safe."""

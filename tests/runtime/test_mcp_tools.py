@@ -103,3 +103,20 @@ def test_search_ranks_by_what_an_operation_does() -> None:
         not in catalog.search("delete a namespace", 5).split("\n\n", 1)[-1].split("(")[0]
     )
     assert catalog.describe("memory.agent_memory_namespace_delete") is None
+
+
+def test_the_last_check_knows_every_secret_of_the_token_block(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """execute's answer is searched for the grant's secrets before it leaves the server:
+    for a basic block that is the password as well as the user, not only a static key."""
+    from runtime.mcp.runner import open_grant
+
+    grants = tmp_path / "grants.json"
+    block = {"type": "basic", "user_env": "U", "password_env": "P"}
+    profile = {"base_url": "https://h.example", "allowed_callers": ["a"], "allow": ["GET /x"]}
+    grants.write_text(json.dumps({"profiles": {"p": {**profile, "token": block}}}))
+    monkeypatch.setenv("U", "user-7f3a")
+    monkeypatch.setenv("P", "pass-9c1e")
+    grant = open_grant(grants, "p", "a")
+    assert grant.has_key
+    assert grant.leaks("echo pass-9c1e") and grant.leaks("user-7f3a")
+    assert not grant.leaks("nothing secret here")

@@ -84,12 +84,26 @@ def test_no_token_means_no_claim_of_a_key(tmp_path: Path) -> None:
     assert "The grant has no credential" in text
 
 
+def test_the_credential_sentence_follows_the_token_type(tmp_path: Path) -> None:
+    """Each kind the broker can send gets its own true sentence: a per-run token is
+    claimed only for a jwt block, a key only where a static key is sent."""
+    said = {}
+    for kind in ("static", "basic", "jwt"):
+        path = _grants(tmp_path, token={"type": kind, "env": "X"})
+        code, text, err = _emit(str(DOCUMENT), "--grants", str(path), "--profile", "agent-memory")
+        assert code == 0, err
+        said[kind] = text
+    assert "mints a short-lived token" in said["jwt"] and "API key" not in said["jwt"]
+    assert "HTTP basic" in said["basic"] and "mints" not in said["basic"]
+    assert "API key" in said["static"] and "mints" not in said["static"]
+
+
 def test_refusals_are_one_line(tmp_path: Path) -> None:
     code, _, err = _emit(str(DOCUMENT), "--grants", str(GRANTS), "--profile", "nobody")
     assert code == 1 and err == f'specgen: grants {GRANTS}: no profile "nobody"\n'
-    jwt = _grants(tmp_path, token={"type": "jwt", "env": "X"})
-    code, _, err = _emit(str(DOCUMENT), "--grants", str(jwt), "--profile", "agent-memory")
-    assert code == 1 and 'token type "jwt" is not one the runtime supports' in err
+    odd = _grants(tmp_path, token={"type": "oauth", "env": "X"})
+    code, _, err = _emit(str(DOCUMENT), "--grants", str(odd), "--profile", "agent-memory")
+    assert code == 1 and 'token type "oauth" is not one the runtime supports' in err
     result = CliRunner().invoke(
         cli, ["emit", "allow", str(DOCUMENT), "--grants", str(GRANTS), "--profile", "agent-memory"]
     )
