@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import unquote
@@ -34,12 +35,26 @@ _OPERATION_KEYS = ("get", "put", "post", "delete", "options", "head", "patch", "
 _COMPONENTS_PREFIX = "/components/"
 
 
+#: 20 digits in a row: the shortest integer literal that may not fit in 64 bits (2**64 has 20).
+_MAYBE_WIDE_INTEGER = re.compile(rb"[0-9]{20}")
+
+
 def _parse(whole: bytes, source_name: str) -> Any:
     if whole.lstrip()[:1] not in (b"{", b"["):
         # Not JSON: YAML, read exactly as `build` reads it (the cut is written as JSON).
         from specgen.load import parse
 
         return parse(source_name, whole)
+    if _MAYBE_WIDE_INTEGER.search(whole):
+        # orjson reads an integer between 2**64 and about 1e308 as a float without a word
+        # (2**70 + 1 became 1.1805916207174113e+21 in the cut); the standard library keeps
+        # every integer exact. A run of 20 digits inside a string only costs the slower parse.
+        try:
+            doc = json.loads(whole)
+        except (ValueError, RecursionError) as exc:
+            raise SpecError(f"specgen: {source_name}: not JSON: {exc}") from None
+        check_json(source_name, whole)
+        return doc
     try:
         doc = orjson.loads(whole)
         check_json(source_name, whole)

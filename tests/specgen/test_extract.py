@@ -317,9 +317,7 @@ def test_the_output_is_deterministic_indented_json_with_a_trailing_newline() -> 
 
 def test_integers_wider_than_64_bits_survive_the_cut() -> None:
     doc = whole_document()
-    # wider than a double too: orjson refuses it, so the standard library's fallback runs
-    # (orjson 3.13 reads an integer between 2**64 and about 1e308 as a float instead,
-    # which this fallback does not catch)
+    # wider than a double too (orjson would refuse it): the standard library parses it
     doc["components"]["schemas"]["Id"]["maximum"] = 10**400 + 1
     result_bytes, pin = pinned(doc)
     out = extract(result_bytes, sha256=pin, path_prefixes=["/accounts"], tags=[], source_name="x")
@@ -332,6 +330,17 @@ def test_integers_wider_than_64_bits_survive_the_cut() -> None:
     assert b'\n      "Id": {\n        "type": "string",\n        "maximum": ' + wide + b"\n" in out
     assert "Provider — all APIs".encode() in out
     assert out.endswith(b"}\n") and not out.endswith(b"\n\n")
+
+
+def test_integers_orjson_would_read_as_floats_survive_the_cut() -> None:
+    """orjson 3.13 reads 2**70 + 1 as the float 1.1805916207174113e+21 without an error;
+    the cut must keep the operator's integer exactly (found by mutation testing)."""
+    doc = whole_document()
+    doc["components"]["schemas"]["Id"]["maximum"] = 2**70 + 1
+    raw, pin = pinned(doc)
+    out = extract(raw, sha256=pin, path_prefixes=["/accounts"], tags=[], source_name="x")
+    assert json.loads(out)["components"]["schemas"]["Id"]["maximum"] == 2**70 + 1
+    assert b'"maximum": ' + str(2**70 + 1).encode() + b"\n" in out
 
 
 def test_a_cut_without_wide_integers_is_written_by_orjson() -> None:
