@@ -17,6 +17,7 @@ from runtime import (
     EngineError,
     GrantsError,
     Profile,
+    RunPool,
     Secret,
     load_grants,
     messages,
@@ -65,8 +66,18 @@ class Run:
 class Grant:
     """One selected profile, ready to run agent code for one caller."""
 
-    def __init__(self, profile: Profile, caller: str, timeout_s: float, memory_mb: int) -> None:
+    def __init__(
+        self,
+        profile: Profile,
+        caller: str,
+        timeout_s: float,
+        memory_mb: int,
+        pool: RunPool | None = None,
+    ) -> None:
         self._profile = profile
+        #: Warm worker processes for the runs (every core), or None to run on the calling
+        #: thread; the workers load the grants file themselves, so no key crosses a pipe.
+        self._pool = pool
         self._caller = caller
         block = profile.credential
         #: Every secret the token block holds, whatever its kind (key, password, jwt key).
@@ -110,7 +121,8 @@ class Grant:
 
     def run(self, code: str) -> Run:
         """Run `code` in a fresh sandbox through the grant. Blocking; thread-safe."""
-        outcome = run_profile(
+        run = self._pool.run if self._pool is not None else run_profile
+        outcome = run(
             code,
             self._profile,
             caller=self._caller,
@@ -140,6 +152,7 @@ def open_grant(
     base_url: str | None = None,
     timeout_s: float = 5.0,
     memory_mb: int = 256,
+    workers: int = 0,
 ) -> Grant:
     """Load and select the profile as `specgen run` does; GrantError with one line on a fault."""
     try:
@@ -148,7 +161,8 @@ def open_grant(
             profile = profile.with_base_url(base_url)
     except GrantsError as exc:
         raise GrantError(str(exc)) from None
-    return Grant(profile, caller, timeout_s, memory_mb)
+    pool = RunPool(grants_file, workers=workers) if workers > 0 else None
+    return Grant(profile, caller, timeout_s, memory_mb, pool)
 
 
 def engine_error() -> type[Exception]:
