@@ -15,6 +15,7 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/python -m examples.memory_grant
+	$(BIN)/python -m examples.mem0_grant
 
 test: $(STAMP) corpus
 	$(BIN)/python -m pytest -q
