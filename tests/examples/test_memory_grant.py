@@ -354,11 +354,14 @@ def test_the_page_claims_nothing_the_code_lacks() -> None:
     # There is no container or VM provider, and nothing builds metrics from the trace.
     for claim in ("run the same grant and broker behind", "audit log and metrics", "gVisor or a"):
         assert claim not in text
-    # The Mem0 rows state what this code does: a trailing "/" is an ordinary route,
-    # specgen carries all 55 operations, and a grant can send `Token <key>` and a bare
-    # key in X-API-Key. All must hold for the rows to stay.
-    from runtime import Secret
-    from runtime.broker.credentials import Header
+    # The Mem0 rows state what this code does, and the Platform row links the example that
+    # shows it: a trailing "/" is an ordinary route, specgen carries all 55 operations, the
+    # grants loader reads the entries it writes (query, pins, bodies), a token block sends
+    # `Token <key>` (and a bare key in X-API-Key), and no allow entry can pin a field of a
+    # body. All must hold for the rows to stay.
+    from runtime import Secret, load_grants
+    from runtime.broker.credentials import Header, credential_for
+    from specgen.allow import AllowError, parse_entry
     from specgen.build import Options
     from specgen.build import run as build
     from specgen.routes import target_allowed
@@ -367,21 +370,24 @@ def test_the_page_claims_nothing_the_code_lacks() -> None:
     mem0 = build(str(ROOT / "examples/mem0_grant/mem0.openapi.json"), Options())
     assert len(mem0.gen.operations) == 55 and not mem0.gen.skipped
     assert "specgen generates all 55 operations" in text
-    # ... and the grants loader reads the allow entries it writes, query, pins and bodies
     from runtime.broker.grants import _allow_entries
 
     entries = _allow_entries({"allow": json.loads(mem0.files["allow.json"])})
     assert any(e.query for e in entries) and any(e.body for e in entries)
-    assert "whose query parameters, <code>DELETE</code> bodies and pins a grant now carries" in text
-    # ... and a grant's token block sends the key the way each row says
+    assert "whose query parameters, <code>DELETE</code> bodies and pins a grant carries" in text
+    example = ROOT / "examples/mem0_grant"
+    grants = load_grants(example / "grants.json", environ={"MEM0_API_KEY": "k"})
+    profile = grants.select("mem0-alice", "support-agent")
+    credential = credential_for(profile)
+    assert credential is not None and credential.headers() == [("Authorization", "Token k")]
+    assert "Authorization: Token &lt;key&gt;" in text and "broker writes only" not in text
+    with pytest.raises(AllowError):
+        parse_entry({"route": "POST /v1/memories/", "body_fields": ["user_id=alice"]})
+    assert "which a grant cannot pin" in text
+    assert (example / "index.html").is_file() and 'href="../mem0_grant/index.html"' in text
+    # ... and the self-hosted row: a token block sends a bare key in X-API-Key
     from runtime.broker.token_block import parse_token
 
-    env = {"K": "k"}
-    platform = parse_token(
-        {"type": "static", "env": "K", "header": "Authorization", "value": "Token {token}"}, env
-    )
-    hosted = parse_token({"type": "static", "env": "K", "header": "X-API-Key"}, env)
-    for block, sent in ((platform, ("Authorization", "Token k")), (hosted, ("X-API-Key", "k"))):
-        assert Header(Secret("k"), block.header, block.value).headers() == [sent]
-    assert "Authorization: Token &lt;key&gt;" in text and "broker writes only" not in text
+    hosted = parse_token({"type": "static", "env": "K", "header": "X-API-Key"}, {"K": "k"})
+    assert Header(Secret("k"), hosted.header, hosted.value).headers() == [("X-API-Key", "k")]
     assert '"header": "X-API-Key"' in text
