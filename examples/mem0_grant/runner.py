@@ -5,6 +5,12 @@ grants file goes through the grants loader (its token block sends `Authorization
 <key>`, its list entry pins `user_id=alice`), every call goes through the broker, every
 run through a fresh sandbox. The runner starts the fake, points the profile's base_url
 at it and records what each layer saw, so the page is computed from observations.
+
+Needs, on main: the `calls` branch (structured calls: query entries and pins in the
+grants loader, the broker building the URL, `TraceRow.params`; and its client must admit
+a trailing-slash route, whose last segment is empty) and the `creds` branch (the token
+block's `"header"`/`"value"`, which sends `Token <key>`). Without them the grants
+loader refuses grants.json and `python -m examples.mem0_grant` says so in one line.
 """
 
 from __future__ import annotations
@@ -100,7 +106,7 @@ def run_example(
                     r.status,
                     r.bytes_sent,
                     r.bytes_back,
-                    tuple(getattr(r, "params", ())),
+                    tuple(getattr(r, "params", ())),  # a field once `calls` lands
                 )
                 for r in trace.rows
             ]
