@@ -122,6 +122,7 @@ def render_page(result: ExampleResult, spec: SpecResult) -> str:
         .render(
             figures=figures(result, spec),
             routes=catalog_lines(spec),
+            list_others=len(declared_query(spec, "GET /v1/memories/")) - len(LIST_GRANTED),
             trailing=sum(1 for r in spec.gen.allow if r.path.endswith("/")),
             skipped=len(spec.gen.skipped),
             grants_json=(HERE / "grants.json").read_text(encoding="utf-8").rstrip("\n"),
@@ -130,6 +131,21 @@ def render_page(result: ExampleResult, spec: SpecResult) -> str:
             api_log=result.api_log,
         )
     )
+
+
+#: The query parameters the grant's list entry names (the page explains each).
+LIST_GRANTED = ("user_id", "page", "page_size")
+
+
+def declared_query(spec: SpecResult, route: str) -> list[str]:
+    """The query parameters allow.json names for `route` (either spelling of an entry)."""
+    for entry in json.loads(spec.files["allow.json"]):
+        if isinstance(entry, dict) and entry.get("route") == route:
+            return [item.split("=", 1)[0] for item in entry.get("query", [])]
+        if isinstance(entry, str) and entry.split("?", 1)[0] == route:
+            query = entry.partition("?")[2]
+            return [item.split("=", 1)[0] for item in query.split("&")] if query else []
+    raise ValueError(f"allow.json has no entry for {route}")
 
 
 def catalog_lines(spec: SpecResult) -> list[str]:
