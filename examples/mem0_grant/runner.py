@@ -6,11 +6,9 @@ grants file goes through the grants loader (its token block sends `Authorization
 run through a fresh sandbox. The runner starts the fake, points the profile's base_url
 at it and records what each layer saw, so the page is computed from observations.
 
-Needs, on main: the `calls` branch (structured calls: query entries and pins in the
-grants loader, the broker building the URL, `TraceRow.params`; and its client must admit
-a trailing-slash route, whose last segment is empty) and the `creds` branch (the token
-block's `"header"`/`"value"`, which sends `Token <key>`). Without them the grants
-loader refuses grants.json and `python -m examples.mem0_grant` says so in one line.
+Needs the `creds` branch on main (the token block's `"header"`/`"value"`, which sends
+`Token <key>`); until then the grants loader refuses grants.json and
+`python -m examples.mem0_grant` says so in one line. Structured calls (`calls`) are on main.
 """
 
 from __future__ import annotations
@@ -106,7 +104,7 @@ def run_example(
                     r.status,
                     r.bytes_sent,
                     r.bytes_back,
-                    tuple(getattr(r, "params", ())),  # a field once `calls` lands
+                    r.params,
                 )
                 for r in trace.rows
             ]
