@@ -16,6 +16,7 @@ the capped route's calls through another counter (reference section 3.6).
 
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -97,6 +98,10 @@ def _shadows(wide: Route, capped: Route) -> bool:
     return widened
 
 
+#: A percent-escape in a wire path (see CapBudget.charge).
+_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+
+
 class CapBudget:
     """One run's counts against its profile's caps; thread-safe."""
 
@@ -111,10 +116,18 @@ class CapBudget:
         self._lock = threading.Lock()
 
     def charge(self, method: str, path: str) -> bool:
-        """Charge one call to every cap it matches; False (nothing charged) if one is full."""
+        """Charge one call to every cap it matches; False (nothing charged) if one is full.
+
+        `path` is the wire path, where a structured call's values may be percent-encoded
+        (`/v1/items/c%20d`). Route patterns hold no `%`, so an encoded value can only have
+        come through a `*`: each `%XX` is read as `_` for matching, which every `*` admits.
+        Without this no cap matched such a call and it went out uncharged (adversarial
+        review). A literal capped entry with a `_` where the value had an escape is
+        charged too: that errs towards refusing.
+        """
         if not self._limits:
             return True
-        folded_path = path.lower()
+        folded_path = _ESCAPE.sub("_", path).lower()
         hits = [key for key, route in self._folded.items() if route.matches(method, folded_path)]
         with self._lock:
             if any(self._used[key] >= self._limits[key] for key in hits):

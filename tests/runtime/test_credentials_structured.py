@@ -96,6 +96,24 @@ def test_a_route_cap_counts_structured_calls(api: respx.MockRouter) -> None:
     assert broker.close().denied == 1
 
 
+@pytest.mark.parametrize(
+    ("entry", "route", "values"),
+    [
+        ("GET /v1/items/*", "/v1/items/*", ("a", "c d", "é", "x@y")),
+        ("GET /v1/files/*.json", "/v1/files/*.json", ("a", "b c", "%", "ü")),
+    ],
+)
+def test_a_route_cap_counts_values_that_need_encoding(
+    api: respx.MockRouter, entry: str, route: str, values: tuple[str, ...]
+) -> None:
+    """Found by an adversarial review: the cap matched only canonical paths, so a value
+    sent percent-encoded ("c d" as c%20d) went out uncharged, past a cap of 1."""
+    broker = Broker(profile(entry, caps={entry: 1}))
+    statuses = [broker(call(route, (v,))).status for v in values]
+    assert statuses == [200, 429, 429, 429]
+    assert api.calls.call_count == 1
+
+
 def test_a_503_sheds_the_next_structured_call(api: respx.MockRouter) -> None:
     api.routes.clear()
     api.route().mock(return_value=httpx.Response(503, headers={"Retry-After": "5"}))
