@@ -261,7 +261,11 @@ class Broker:
             status = up.status
         except Fault as fault:
             up, status, failure = None, fault.status, fault.reason
-        if up is not None and self._reflects_key(up.body):
+        # The content type is the one upstream header a reply carries back (to Python
+        # callers of the broker; the guest never sees it), so it is searched as well.
+        if up is not None and (
+            self._reflects_key(up.body) or self._reflects_key(up.content_type.encode())
+        ):
             failure = Failure.KEY_REFLECTED
         delivered = up is not None and failure is None
         if self._close_out(call):

@@ -117,6 +117,20 @@ def test_a_reply_reflecting_the_credential_is_not_delivered(
     assert (status, body) == (502, b"host api unavailable\n")
 
 
+def test_a_content_type_reflecting_the_credential_is_not_delivered(tmp_path: Path) -> None:
+    """Found by an adversarial review: only the body was searched, so an upstream writing
+    the key into its Content-Type handed it to a Python caller of the broker."""
+    echo = {"Content-Type": "application/json; echo=" + KEY}
+    api = FakeAPI(responder=reply(200, b"{}", echo))
+    try:
+        with Broker(loaded(tmp_path, {"env": "K", "header": "X-API-Key"}, api.url)) as b:
+            out = b(HostRequest("GET", "/v1/items/x", None))
+    finally:
+        api.close()
+    assert (out.status, out.body) == (502, b"host api unavailable\n")
+    assert KEY not in out.content_type
+
+
 def test_no_credential_form_appears_in_a_repr(tmp_path: Path) -> None:
     for token in (
         {"env": "K", "query": "api_key"},
