@@ -66,6 +66,21 @@ class Header:
         return f"{type(self).__name__}({self._name}: <hidden>)"
 
 
+class Minted(Header):
+    """A per-run jwt in one header. The reply check looks for the signing key as well as
+    the minted token: a debug page echoing the upstream's own HS256 secret would let the
+    guest mint tokens of its own (adversarial review)."""
+
+    __slots__ = ("_signing",)
+
+    def __init__(self, token: Secret, signing: Secret, name: str, template: str) -> None:
+        super().__init__(token, name, template)
+        self._signing = signing
+
+    def secrets(self) -> tuple[str, ...]:
+        return (self._token.reveal(), self._signing.reveal())
+
+
 class Bearer(Header):
     """`Authorization: Bearer <key>` (RFC 6750), the reference's static token."""
 
@@ -151,7 +166,7 @@ def credential_for(
         return Basic(block.user, block.password)
     if isinstance(block, JwtKey):
         token = mint(block, caller=caller, scopes=profile.scopes, run_timeout_s=run_timeout_s)
-        return Header(token, block.header, block.value)
+        return Minted(token, block.secret, block.header, block.value)
     raise TypeError(f"unknown credential block {type(block).__name__}")
 
 
@@ -165,4 +180,13 @@ def reflects(body: bytes, credential: Credential | None) -> bool:
     return Reflection(credential.secrets()).found(body)
 
 
-__all__ = ["Basic", "Bearer", "Credential", "Header", "QueryParam", "credential_for", "reflects"]
+__all__ = [
+    "Basic",
+    "Bearer",
+    "Credential",
+    "Header",
+    "Minted",
+    "QueryParam",
+    "credential_for",
+    "reflects",
+]

@@ -237,3 +237,25 @@ def test_scope_validation(tmp_path: Path, scopes: list[str], expected: str) -> N
     path.write_text(json.dumps(doc))
     with pytest.raises(GrantsError, match=expected):
         load(path, environ={"JWT_SECRET": SIGNING})
+
+
+def test_a_reply_echoing_the_signing_key_is_not_delivered() -> None:
+    """Found by an adversarial review: the reply check knew the minted token but not the
+    signing key, so an upstream debug page echoing its HS256 secret reached the guest."""
+    from runtime.broker.credentials import credential_for
+    from runtime.broker.reflection import Reflection
+
+    block = JwtKey(secret_env="S", audience=AUDIENCE, secret=Secret(SIGNING))
+    p = Profile(
+        name="p",
+        base_url="https://api.example",
+        global_name="host",
+        allowed_callers=("*",),
+        allow=(),
+        credential=block,
+    )
+    credential = credential_for(p, caller="agent", run_timeout_s=5.0)
+    assert credential is not None
+    found = Reflection(credential.secrets()).found
+    assert found(b'{"debug": {"hs256_secret": "' + SIGNING.encode() + b'"}}')
+    assert not found(b'{"debug": "nothing of the grant here"}')
