@@ -7,6 +7,7 @@ whatever a JSON library happens to do with `<`, `&` or U+2028.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 # Characters a reader cannot see, yet that change what a model or a terminal is told:
@@ -124,11 +125,15 @@ def go_quote(value: str) -> str:
     return "".join(out)
 
 
+#: Unicode category Cc: C0 controls, DEL and C1 controls.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
 def ts_comment(value: str) -> str:
     """Text for one line of a `/** */` comment: whitespace and control characters folded
     to single spaces (no line can be added) and `*/` broken (the comment cannot end)."""
-    import unicodedata
-
-    spaced = (" " if ch.isspace() or unicodedata.category(ch) == "Cc" else ch for ch in value)
-    folded = " ".join("".join(spaced).split())
+    # Control characters (category Cc) become spaces; str.split() then folds them with
+    # every other whitespace character. One regex pass instead of a Python step per
+    # character: GitHub's types.d.ts runs about 1.2 million characters through here.
+    folded = " ".join(_CONTROL.sub(" ", value).split())
     return folded.replace("*/", "*\\/")
