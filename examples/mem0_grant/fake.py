@@ -52,7 +52,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -63,6 +63,7 @@ from jsonschema.exceptions import best_match
 from examples.memory_grant.fake import (
     ApiDocument,
     ApiError,
+    LoopbackServer,
     Operation,
     RecordedRequest,
     Reply,
@@ -351,12 +352,14 @@ def _ping(fake: FakeMem0, p: dict, q: dict, body: Any) -> tuple[int, Any]:
     }
 
 
-class FakeMem0:
+class FakeMem0(LoopbackServer):
     """The fake API: state, request log and a loopback HTTP server around `handle`.
 
     In-process: `with FakeMem0(key) as api: ... api.url ... api.requests`; standalone:
     `python -m examples.mem0_grant.fake --port 8788 --token KEY`.
     """
+
+    thread_name = "fake-mem0"
 
     def __init__(
         self,
@@ -370,62 +373,12 @@ class FakeMem0:
     ) -> None:
         if not token or any(ch.isspace() for ch in token):
             raise ValueError("the fake needs a non-empty API key without whitespace")
+        super().__init__(host, port)
         self._expected = f"Token {token}".encode()
-        self.host = host
-        self.port = port
         self.document = Mem0Document(document)
         self.store = _Store()
         self._on_request = on_request
         self._check_responses = check_responses
-        self._log: list[RecordedRequest] = []
-        self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    # -- lifecycle ---------------------------------------------------------------
-
-    def start(self) -> FakeMem0:
-        if self._server is not None:
-            raise RuntimeError("the fake is already running")
-        self._server = ThreadingHTTPServer((self.host, self.port), self._handler_class)
-        self._server.daemon_threads = True
-        self.port = self._server.server_address[1]
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name="fake-mem0",
-            daemon=True,
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        server, thread = self._server, self._thread
-        self._server = self._thread = None
-        if server is not None:
-            server.shutdown()
-            server.server_close()
-        if thread is not None:
-            thread.join()
-
-    def __enter__(self) -> FakeMem0:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def url(self) -> str:
-        """Scheme, host and port only: the value a grant's `base_url` takes."""
-        if self._server is None:
-            raise RuntimeError("the fake is not running; call start() first")
-        return f"http://{self.host}:{self.port}"
-
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        """Every request received so far, in order (a copy)."""
-        with self._lock:
-            return list(self._log)
 
     # -- one request -------------------------------------------------------------
 

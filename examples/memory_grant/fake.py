@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import orjson
@@ -588,41 +588,31 @@ def _summary(fake: FakeAgentMemory, p: dict, q: dict, body: Any) -> tuple[int, d
     return _ok({"summary": "\n".join(lines) if lines else "Nothing is stored in this profile."})
 
 
-class FakeAgentMemory:
-    """The fake API: state, request log and a loopback HTTP server around `handle`.
+class LoopbackServer:
+    """A loopback HTTP server around a fake's `_handler_class`, with its request log.
 
-    Use it in-process (`with FakeAgentMemory(token) as api: ... api.url ... api.requests`)
-    or standalone (`python -m examples.memory_grant.fake --port 8787 --token TOKEN`).
+    Both examples' fakes (Agent Memory here, Mem0 in examples/mem0_grant) start, stop and
+    log the same way; only how they answer differs.
     """
 
-    def __init__(
-        self,
-        token: str,
-        *,
-        host: str = "127.0.0.1",
-        port: int = 0,
-        namespaces: Iterable[tuple[str, str]] = DEFAULT_NAMESPACES,
-        document: Path = DOCUMENT,
-        on_request: Callable[[RecordedRequest], None] | None = None,
-        check_responses: bool = True,
-    ) -> None:
-        if not token or any(ch.isspace() for ch in token):
-            raise ValueError("the fake needs a non-empty bearer token without whitespace")
-        self._expected = f"Bearer {token}".encode()
+    #: The name of the thread that serves requests.
+    thread_name = "fake"
+
+    def __init__(self, host: str, port: int) -> None:
         self.host = host
         self.port = port
-        self.document = ApiDocument(document)
-        self._store = _Store(namespaces)
-        self._on_request = on_request
-        self._check_responses = check_responses
         self._log: list[RecordedRequest] = []
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
+    @property
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        raise NotImplementedError
+
     # -- lifecycle ---------------------------------------------------------------
 
-    def start(self) -> FakeAgentMemory:
+    def start(self) -> Self:
         if self._server is not None:
             raise RuntimeError("the fake is already running")
         self._server = ThreadingHTTPServer((self.host, self.port), self._handler_class)
@@ -632,7 +622,7 @@ class FakeAgentMemory:
         self._thread = threading.Thread(
             target=self._server.serve_forever,
             kwargs={"poll_interval": 0.05},
-            name="fake-agent-memory",
+            name=self.thread_name,
             daemon=True,
         )
         self._thread.start()
@@ -647,7 +637,7 @@ class FakeAgentMemory:
         if thread is not None:
             thread.join()
 
-    def __enter__(self) -> FakeAgentMemory:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -665,6 +655,36 @@ class FakeAgentMemory:
         """Every request received so far, in order (a copy)."""
         with self._lock:
             return list(self._log)
+
+
+class FakeAgentMemory(LoopbackServer):
+    """The fake API: state, request log and a loopback HTTP server around `handle`.
+
+    Use it in-process (`with FakeAgentMemory(token) as api: ... api.url ... api.requests`)
+    or standalone (`python -m examples.memory_grant.fake --port 8787 --token TOKEN`).
+    """
+
+    thread_name = "fake-agent-memory"
+
+    def __init__(
+        self,
+        token: str,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        namespaces: Iterable[tuple[str, str]] = DEFAULT_NAMESPACES,
+        document: Path = DOCUMENT,
+        on_request: Callable[[RecordedRequest], None] | None = None,
+        check_responses: bool = True,
+    ) -> None:
+        if not token or any(ch.isspace() for ch in token):
+            raise ValueError("the fake needs a non-empty bearer token without whitespace")
+        super().__init__(host, port)
+        self._expected = f"Bearer {token}".encode()
+        self.document = ApiDocument(document)
+        self._store = _Store(namespaces)
+        self._on_request = on_request
+        self._check_responses = check_responses
 
     # -- one request -------------------------------------------------------------
 
