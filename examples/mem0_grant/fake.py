@@ -43,16 +43,11 @@ other operation of the document is routed and its request checked, then answered
 
 from __future__ import annotations
 
-import argparse
 import hmac
-import os
 import re
 import sys
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -60,16 +55,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 import orjson
 from jsonschema.exceptions import best_match
 
-from examples.memory_grant.fake import (
-    ApiDocument,
-    ApiError,
-    LoopbackServer,
-    Operation,
-    RecordedRequest,
-    Reply,
-    recall_score,
-    terms,
-)
+from examples.kit.loopback import Headers, LoopbackServer, RecordedRequest, Reply, serve
+from examples.memory_grant.fake import ApiDocument, ApiError, Operation, recall_score, terms
 
 DOCUMENT = Path(__file__).with_name("mem0.openapi.json")
 
@@ -82,7 +69,6 @@ PUBLIC_ORIGIN = "https://api.mem0.ai"
 ENTITY_KEYS = ("user_id", "agent_id", "app_id", "run_id")
 DEFAULT_PAGE_SIZE = 100
 DEFAULT_LIMIT = 100
-MAX_BODY_BYTES = 1 << 20
 #: What the fake's ping reports about the key's owner (made up, stable).
 ORG_ID = "org-example"
 PROJECT_ID = "proj-example"
@@ -386,7 +372,7 @@ class FakeMem0(LoopbackServer):
         self,
         method: str,
         target: str,
-        headers: dict[str, str] | list[tuple[str, str]],
+        headers: dict[str, str] | Headers,
         body: bytes,
         refusal: Reply | None = None,
     ) -> Reply:
@@ -573,94 +559,21 @@ class FakeMem0(LoopbackServer):
             raise _detail(400, f"request body{' at ' + where if where else ''}: {error.message}")
         return payload
 
-    # -- HTTP --------------------------------------------------------------------
-
-    @cached_property
-    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
-        fake = self
-
-        class RequestHandler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            wbufsize = -1  # headers and body in one write (no delayed-ACK stalls)
-            disable_nagle_algorithm = True
-            server_version = "fake-mem0"
-            sys_version = ""
-
-            def _serve(self) -> None:
-                length = self.headers.get("Content-Length", "0")
-                refusal = None
-                if self.headers.get("Transfer-Encoding"):
-                    refusal = Reply(411, b"send the body with Content-Length")
-                elif not length.isdigit():
-                    refusal = Reply(400, b"Content-Length is not a number")
-                elif int(length) > MAX_BODY_BYTES:
-                    refusal = Reply(413, b"Request body too large.")
-                if refusal is not None:
-                    self.close_connection = True  # the body was not read
-                body = self.rfile.read(int(length)) if refusal is None else b""
-                # Pairs, not a dict: a repeated Authorization header must stay visible.
-                headers = list(self.headers.items())
-                reply = fake.handle(self.command, self.path, headers, body, refusal)
-                self.send_response(reply.status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(reply.body)))
-                if refusal is not None:
-                    self.send_header("Connection", "close")
-                for name, value in reply.headers.items():
-                    self.send_header(name, value)
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(reply.body)
-
-            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _serve
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass  # the request log is the record
-
-        return RequestHandler
-
-
-def _port(text: str) -> int:
-    port = int(text) if text.isascii() and text.isdigit() else -1
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"{text} is not a port (0-65535)")
-    return port
+    def transport_refusal(self, status: int, text: str) -> Reply:
+        # Mem0's own words for an oversized body; the others have none to copy.
+        return Reply(status, b"Request body too large." if status == 413 else text.encode())
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    return serve(
+        argv,
+        make=FakeMem0,
         prog="python -m examples.mem0_grant.fake",
-        description="Serve the fake Mem0 Platform API on loopback until interrupted.",
+        api_name="Mem0 Platform",
+        default_port=8788,
+        token_env="MEM0_API_KEY",
+        key_word="API key",
     )
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=_port, default=8788, help="port; 0 picks a free one")
-    parser.add_argument("--token", help="the API key to require (default: $MEM0_API_KEY)")
-    args = parser.parse_args(argv)
-    token = args.token if args.token is not None else os.environ.get("MEM0_API_KEY")
-    if not token:
-        print("fake: no key: pass --token KEY or set MEM0_API_KEY", file=sys.stderr)
-        return 2
-
-    def show(record: RecordedRequest) -> None:
-        key = "key" if record.carried_token else "no key"
-        print(f"{record.status} {record.method} {record.path} ({key})", flush=True)
-
-    try:
-        api = FakeMem0(token, host=args.host, port=args.port, on_request=show).start()
-    except ValueError as error:
-        print(f"fake: {error}", file=sys.stderr)
-        return 2
-    except OSError as error:
-        print(f"fake: cannot listen on {args.host}:{args.port}: {error.strerror}", file=sys.stderr)
-        return 1
-    print(f"fake Mem0 Platform API listening on {api.url}", flush=True)
-    try:
-        threading.Event().wait()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        api.stop()
-    return 0
 
 
 if __name__ == "__main__":

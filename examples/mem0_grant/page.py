@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
 from typing import Any
 
-from examples.mem0_grant.claims import key_leaks, printed_lines
-from examples.mem0_grant.runner import HERE, ExampleResult, RunRecord
-from examples.memory_grant.page import page_environment
+from examples.kit.claims import key_leaks
+from examples.kit.page import Figures, page_environment, run_view
+from examples.kit.page import figures as counted
+from examples.kit.runs import ExampleResult, RunRecord
+from examples.mem0_grant.runner import HERE
 from specgen.build import Result as SpecResult
 
 #: The upstream blob the document is (see PROVENANCE.md); checked by the tests.
@@ -53,31 +54,10 @@ RUN_TEXT: dict[int, tuple[str, list[str]]] = {
 }
 
 
-@dataclass(frozen=True)
-class Figures:
-    routes_granted: int
-    routes_total: int
-    runs: int
-    api_requests: int
-    key_requests: int
-    refused: int
-    refused_reached: int
-    key_found: int
-
-
 def figures(result: ExampleResult, spec: SpecResult) -> Figures:
-    """The headline numbers, each counted from an observation."""
-    refused_runs = [run for run in result.runs if run.denied]
-    return Figures(
-        routes_granted=len(result.profile_allow),
-        routes_total=len(spec.gen.allow),
-        runs=len(result.runs),
-        api_requests=len(result.api_log),
-        key_requests=sum(1 for req in result.api_log if req.carried_token),
-        refused=sum(run.denied for run in result.runs),
-        refused_reached=sum(len(run.requests) for run in refused_runs),
-        key_found=len(key_leaks(result)),
-    )
+    """The page's headline numbers (`examples.kit.page.figures`), the key counted as
+    this page counts it."""
+    return counted(result, spec, len(key_leaks(result)))
 
 
 def audit_without_latency(line: str) -> str:
@@ -90,18 +70,7 @@ def audit_without_latency(line: str) -> str:
 
 
 def _run_view(run: RunRecord) -> dict[str, Any]:
-    title, intro = RUN_TEXT[run.number]
-    return {
-        "number": run.number,
-        "title": title,
-        "intro": intro,
-        "code": run.code.rstrip("\n"),
-        "printed": "\n".join(printed_lines(run.stdout + run.stderr)),
-        "rows": run.rows,
-        "denied": run.denied,
-        "requests": run.requests,
-        "audit": audit_without_latency(run.audit_line),
-    }
+    return {**run_view(run, RUN_TEXT), "audit": audit_without_latency(run.audit_line)}
 
 
 def _document_digest() -> dict[str, str]:

@@ -35,18 +35,14 @@ must not share the code whose decisions it is there to observe.
 
 from __future__ import annotations
 
-import argparse
 import hmac
-import os
 import re
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from functools import cached_property
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import orjson
@@ -54,6 +50,8 @@ from jsonschema.exceptions import ValidationError, best_match
 from openapi_schema_validator import OAS30Validator, oas30_format_checker
 from referencing import Registry
 from referencing.jsonschema import DRAFT4
+
+from examples.kit.loopback import Headers, LoopbackServer, RecordedRequest, Reply, serve
 
 DOCUMENT = Path(__file__).with_name("agent-memory.openapi.json")
 
@@ -72,7 +70,6 @@ DEFAULT_NAMESPACES: tuple[tuple[str, str], ...] = ((EXAMPLE_ACCOUNT, EXAMPLE_NAM
 
 DEFAULT_PER_PAGE = 20
 MAX_PER_PAGE = 500
-MAX_BODY_BYTES = 1 << 20
 
 # Error codes in the envelope. 1003 "namespace not found" is the document's own example;
 # 7003/10000/10405 are the codes Cloudflare's v4 API uses for no route, authentication
@@ -347,25 +344,6 @@ class Namespace:
         return {"id": self.id, "name": self.name, "created_at": CLOCK, "updated_at": CLOCK}
 
 
-@dataclass(frozen=True)
-class RecordedRequest:
-    """What the fake saw of one request. Holds whether the expected token came with it,
-    never the header itself, so the log can be shown on the page without leaking a key."""
-
-    method: str
-    path: str  # as received: server prefix included, query string included if any
-    carried_token: bool
-    status: int
-    operation_id: str | None  # None when no operation matched (or auth refused first)
-
-
-@dataclass
-class Reply:
-    status: int
-    body: bytes
-    headers: dict[str, str] = field(default_factory=dict)
-
-
 class _Store:
     """The accounts' namespaces, profiles and memories, and the ID counters."""
 
@@ -588,75 +566,6 @@ def _summary(fake: FakeAgentMemory, p: dict, q: dict, body: Any) -> tuple[int, d
     return _ok({"summary": "\n".join(lines) if lines else "Nothing is stored in this profile."})
 
 
-class LoopbackServer:
-    """A loopback HTTP server around a fake's `_handler_class`, with its request log.
-
-    Both examples' fakes (Agent Memory here, Mem0 in examples/mem0_grant) start, stop and
-    log the same way; only how they answer differs.
-    """
-
-    #: The name of the thread that serves requests.
-    thread_name = "fake"
-
-    def __init__(self, host: str, port: int) -> None:
-        self.host = host
-        self.port = port
-        self._log: list[RecordedRequest] = []
-        self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    @property
-    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
-        raise NotImplementedError
-
-    # -- lifecycle ---------------------------------------------------------------
-
-    def start(self) -> Self:
-        if self._server is not None:
-            raise RuntimeError("the fake is already running")
-        self._server = ThreadingHTTPServer((self.host, self.port), self._handler_class)
-        self._server.daemon_threads = True
-        self.port = self._server.server_address[1]
-        # A short poll interval keeps stop() quick; shutdown() waits for the next poll.
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name=self.thread_name,
-            daemon=True,
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        server, thread = self._server, self._thread
-        self._server = self._thread = None
-        if server is not None:
-            server.shutdown()
-            server.server_close()
-        if thread is not None:
-            thread.join()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def url(self) -> str:
-        """Scheme, host and port only: the value a grant's `base_url` takes."""
-        if self._server is None:
-            raise RuntimeError("the fake is not running; call start() first")
-        return f"http://{self.host}:{self.port}"
-
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        """Every request received so far, in order (a copy)."""
-        with self._lock:
-            return list(self._log)
-
-
 class FakeAgentMemory(LoopbackServer):
     """The fake API: state, request log and a loopback HTTP server around `handle`.
 
@@ -692,16 +601,18 @@ class FakeAgentMemory(LoopbackServer):
         self,
         method: str,
         target: str,
-        headers: dict[str, str],
+        headers: dict[str, str] | Headers,
         body: bytes,
         refusal: Reply | None = None,
     ) -> Reply:
         """Answer one request and log it; independent of the HTTP server so it is testable.
 
         `refusal` is an answer the transport already decided (a body it would not read);
-        it is still logged, so the log holds every request that arrived.
+        it is still logged, so the log holds every request that arrived. Of a repeated
+        header the last one counts, as in a dict of the request's headers.
         """
-        auth = next((v for k, v in headers.items() if k.lower() == "authorization"), None)
+        named = dict(headers.items() if isinstance(headers, dict) else headers)
+        auth = next((v for k, v in named.items() if k.lower() == "authorization"), None)
         carried = auth is not None and hmac.compare_digest(auth.encode(), self._expected)
         operation_id: str | None = None
         envelope: dict[str, Any] | None = None
@@ -793,103 +704,25 @@ class FakeAgentMemory(LoopbackServer):
             )
         return payload
 
-    # -- HTTP --------------------------------------------------------------------
-
-    @cached_property
-    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
-        fake = self
-
-        class RequestHandler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            # Headers and body leave in one write: split writes meet delayed ACKs and
-            # cost ~40 ms per keep-alive request.
-            wbufsize = -1
-            disable_nagle_algorithm = True
-            server_version = "fake-agent-memory"
-            sys_version = ""
-
-            def _serve(self) -> None:
-                length = self.headers.get("Content-Length", "0")
-                refusal = None
-                if self.headers.get("Transfer-Encoding"):
-                    refusal = _plain_error(411, "send the body with Content-Length")
-                elif not length.isdigit():
-                    refusal = _plain_error(400, "Content-Length is not a number")
-                elif int(length) > MAX_BODY_BYTES:
-                    refusal = _plain_error(413, f"body over {MAX_BODY_BYTES} bytes")
-                if refusal is not None:
-                    # The body was not read, so this connection cannot carry another request.
-                    self.close_connection = True
-                    refusal.headers["Connection"] = "close"
-                body = self.rfile.read(int(length)) if refusal is None else b""
-                headers = dict(self.headers.items())
-                reply = fake.handle(self.command, self.path, headers, body, refusal)
-                self.send_response(reply.status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(reply.body)))
-                for name, value in reply.headers.items():
-                    self.send_header(name, value)
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(reply.body)
-
-            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _serve
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass  # the request log is the record; stderr noise would break golden output
-
-        return RequestHandler
+    def transport_refusal(self, status: int, text: str) -> Reply:
+        return _plain_error(status, text)
 
 
 def _plain_error(status: int, message: str) -> Reply:
     return Reply(status, orjson.dumps(ApiError(status, status, message).envelope()) + b"\n")
 
 
-def _port(text: str) -> int:
-    """A TCP port for argparse: out of range is a usage error, not OverflowError at bind."""
-    port = int(text) if text.isascii() and text.isdigit() else -1
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"{text} is not a port (0-65535)")
-    return port
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    return serve(
+        argv,
+        make=FakeAgentMemory,
         prog="python -m examples.memory_grant.fake",
-        description="Serve the fake Agent Memory API on loopback until interrupted.",
+        api_name="Agent Memory",
+        default_port=8787,
+        token_env="CLOUDFLARE_API_TOKEN",
+        key_word="bearer token",
+        banner_suffix=lambda api: api.document.prefix,
     )
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=_port, default=8787, help="port; 0 picks a free one")
-    parser.add_argument(
-        "--token",
-        help="the bearer token to require (default: $CLOUDFLARE_API_TOKEN)",
-    )
-    args = parser.parse_args(argv)
-    token = args.token if args.token is not None else os.environ.get("CLOUDFLARE_API_TOKEN")
-    if not token:
-        print("fake: no token: pass --token TOKEN or set CLOUDFLARE_API_TOKEN", file=sys.stderr)
-        return 2
-
-    def show(record: RecordedRequest) -> None:
-        key = "token" if record.carried_token else "no token"
-        print(f"{record.status} {record.method} {record.path} ({key})", flush=True)
-
-    try:
-        api = FakeAgentMemory(token, host=args.host, port=args.port, on_request=show).start()
-    except ValueError as error:
-        print(f"fake: {error}", file=sys.stderr)
-        return 2
-    except OSError as error:
-        print(f"fake: cannot listen on {args.host}:{args.port}: {error.strerror}", file=sys.stderr)
-        return 1
-    print(f"fake Agent Memory API listening on {api.url}{api.document.prefix}", flush=True)
-    try:
-        threading.Event().wait()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        api.stop()
-    return 0
 
 
 if __name__ == "__main__":

@@ -7,16 +7,14 @@ a failing build instead of a page that quietly keeps making an old claim.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-import jinja2
-from markupsafe import Markup, escape
-
-from examples.memory_grant.claims import key_leaks, printed_lines
-from examples.memory_grant.runner import HERE, ExampleResult, RunRecord
+from examples.kit.claims import key_leaks
+from examples.kit.page import Figures, page_environment, run_view
+from examples.kit.page import figures as counted
+from examples.kit.runs import ExampleResult
+from examples.memory_grant.runner import HERE
 from specgen.build import Result as SpecResult
-from specgen.render import environment
 
 PREFIX = "/client/v4"
 TABLE_PREFIX = "/client/v4/accounts/"
@@ -62,31 +60,10 @@ RUN_TEXT: dict[int, tuple[str, list[str]]] = {
 }
 
 
-@dataclass(frozen=True)
-class Figures:
-    routes_granted: int
-    routes_total: int
-    runs: int
-    api_requests: int
-    key_requests: int
-    refused: int
-    refused_reached: int
-    key_found: int
-
-
 def figures(result: ExampleResult, spec: SpecResult) -> Figures:
-    """The headline numbers, each counted from an observation."""
-    refused_runs = [run for run in result.runs if run.denied]
-    return Figures(
-        routes_granted=len(result.profile_allow),
-        routes_total=len(spec.gen.allow),
-        runs=len(result.runs),
-        api_requests=len(result.api_log),
-        key_requests=sum(1 for req in result.api_log if req.carried_token),
-        refused=sum(run.denied for run in result.runs),
-        refused_reached=sum(len(run.requests) for run in refused_runs),
-        key_found=key_sightings(result),
-    )
+    """The page's headline numbers (`examples.kit.page.figures`), the key counted as
+    this page counts it."""
+    return counted(result, spec, key_sightings(result))
 
 
 def key_sightings(result: ExampleResult) -> int:
@@ -120,39 +97,6 @@ def _provenance() -> dict[str, Any]:
     }
 
 
-def _run_view(run: RunRecord) -> dict[str, Any]:
-    title, intro = RUN_TEXT[run.number]
-    return {
-        "number": run.number,
-        "title": title,
-        "intro": intro,
-        "code": run.code.rstrip("\n"),
-        "printed": printed(run),
-        "rows": run.rows,
-        "denied": run.denied,
-        "requests": run.requests,
-    }
-
-
-def printed(run: RunRecord) -> str:
-    """What the run printed, as the page shows it: stdout, then stderr, no blank lines."""
-    return "\n".join(printed_lines(run.stdout + run.stderr))
-
-
-def breakable(text: str) -> Markup:
-    """Escape `text` and let it wrap after every "/": a route on a phone then breaks
-    between its segments, never inside an ID or a word."""
-    return Markup(str(escape(text)).replace("/", "/<wbr>"))
-
-
-def page_environment() -> jinja2.Environment:
-    """specgen's HTML environment plus the page's own filter, without adding that
-    filter to the environment specgen shares with its generated files."""
-    env = environment(html=True).overlay()
-    env.filters = {**env.filters, "breakable": breakable}
-    return env
-
-
 def render_page(result: ExampleResult, spec: SpecResult) -> str:
     first = result.runs[0]
     content = "The customer wants replies in Spanish."
@@ -170,7 +114,7 @@ def render_page(result: ExampleResult, spec: SpecResult) -> str:
             prefix=PREFIX,
             server_url=spec.source.doc["servers"][0]["url"],
             table_prefix=TABLE_PREFIX,
-            runs=[_run_view(run) for run in result.runs],
+            runs=[run_view(run, RUN_TEXT) for run in result.runs],
             api_log=result.api_log,
             api_runs=[run.number for run in result.runs if run.requests],
             keeps={

@@ -14,9 +14,10 @@ from dataclasses import replace
 
 import pytest
 
+from examples.kit.runs import ExampleResult, RunRecord
 from examples.memory_grant.claims import failed_claims
 from examples.memory_grant.fake import RecordedRequest
-from examples.memory_grant.runner import ExampleResult, RunRecord, run_example
+from examples.memory_grant.runner import run_example
 
 Breakage = Callable[[ExampleResult], None]
 

@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
+from examples.kit.claims import key_leaks
 from examples.mem0_grant import page as page_mod
 from examples.mem0_grant.__main__ import DOCUMENT, OPTIONS, PAGE
-from examples.mem0_grant.claims import failed_claims, key_leaks
+from examples.mem0_grant.claims import failed_claims
 from examples.mem0_grant.runner import GRANTS, HERE, PROFILE, TOKEN, ExampleResult, run_example
 from specgen import build as pipeline
 from specgen.check import grant_drift

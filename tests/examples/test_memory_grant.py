@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
+from examples.kit.claims import key_leaks
 from examples.memory_grant import page as page_mod
 from examples.memory_grant.__main__ import DOCUMENT, OPTIONS, PAGE, _extract
-from examples.memory_grant.claims import failed_claims, key_leaks
+from examples.memory_grant.claims import failed_claims
 from examples.memory_grant.runner import GRANTS, HERE, PROFILE, TOKEN, ExampleResult, run_example
 from specgen import build as pipeline
 from specgen.check import grant_drift
