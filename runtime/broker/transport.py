@@ -9,6 +9,15 @@ broker set for the call in progress (`call_deadline`), and one started after it 
 timeout, so a call can never outlive its deadline by more than one socket operation
 that has already been clamped to the time left.
 
+Name resolution is bounded the same way. httpcore's sync backend resolves inside
+`socket.create_connection`, whose timeout covers the connect but not `getaddrinfo`: a
+resolver that does not answer held a call (and the guest) for the system resolver's own
+timeouts, past the call's deadline. Here the name is resolved on a daemon thread while
+the call waits at most the time left (a hung resolver keeps its thread, never the call),
+and the connect goes to the addresses it returned, in order, as create_connection would.
+TLS still verifies the certificate against the URL's host name (httpcore passes it to
+`start_tls` as server_hostname), not the address.
+
 A run that ends with calls still in flight (the guest exited or threw while its
 `Promise.all` waited) must not leave them running until their deadline: `abort()` makes
 every later socket operation fail at once and shuts down the sockets of the calls in
@@ -26,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import ipaddress
 import socket
 import ssl
 import threading
@@ -66,6 +76,7 @@ class _Aborts:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._open: set[_Stream] = set()
+        self._waiting: set[threading.Event] = set()
         self.aborted = False
 
     def check(self, late: type[Exception]) -> None:
@@ -83,12 +94,65 @@ class _Aborts:
         with self._lock:
             self._open.discard(stream)
 
+    @contextlib.contextmanager
+    def waiting(self, done: threading.Event) -> Iterator[None]:
+        """While a call waits on `done` (a name being resolved), abort() sets it too."""
+        with self._lock:
+            self._waiting.add(done)
+            if self.aborted:
+                done.set()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._waiting.discard(done)
+
     def abort(self) -> None:
         with self._lock:
             self.aborted = True
             streams = list(self._open)
+            waiting = list(self._waiting)
         for stream in streams:
             stream.shut()
+        for done in waiting:
+            done.set()
+
+
+def _resolve(host: str, port: int, timeout: float | None, aborts: _Aborts) -> list[str]:
+    """The addresses `host` resolves to, waiting at most `timeout` (None: no bound).
+
+    getaddrinfo cannot be interrupted, so it runs on a daemon thread of its own: if the
+    resolver never answers, that thread is left waiting and the call is a ConnectTimeout.
+    An address literal is returned as it is, without a thread.
+    """
+    try:
+        return [str(ipaddress.ip_address(host.strip("[]")))]
+    except ValueError:
+        pass
+    done = threading.Event()
+    answer: list[list[str]] = []
+    error: list[OSError] = []
+
+    def lookup() -> None:
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            answer.append(list(dict.fromkeys(str(info[4][0]) for info in infos)))
+        except OSError as exc:
+            error.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=lookup, name="broker-resolve", daemon=True).start()
+    with aborts.waiting(done):
+        done.wait(timeout)
+    aborts.check(httpcore.ConnectError)
+    if error:
+        raise httpcore.ConnectError("the host name did not resolve")
+    if not answer:
+        raise httpcore.ConnectTimeout("resolving the host name passed the call's deadline")
+    if not answer[0]:
+        raise httpcore.ConnectError("the host name resolved to no address")
+    return answer[0]
 
 
 class _Stream(httpcore.NetworkStream):
@@ -137,10 +201,24 @@ class _Backend(httpcore.NetworkBackend):
 
     def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):  # type: ignore[no-untyped-def]
         self._aborts.check(httpcore.ConnectError)
-        stream = self._inner.connect_tcp(
-            host, port, _clamp(timeout, httpcore.ConnectTimeout), local_address, socket_options
-        )
-        return _Stream(stream, self._aborts)
+        addresses = _resolve(host, port, _clamp(timeout, httpcore.ConnectTimeout), self._aborts)
+        failure: httpcore.ConnectError | httpcore.ConnectTimeout | None = None
+        for address in addresses:  # in the resolver's order, as create_connection tries them
+            self._aborts.check(httpcore.ConnectError)
+            try:
+                stream = self._inner.connect_tcp(
+                    address,
+                    port,
+                    _clamp(timeout, httpcore.ConnectTimeout),
+                    local_address,
+                    socket_options,
+                )
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+                failure = exc
+                continue
+            return _Stream(stream, self._aborts)
+        assert failure is not None  # _resolve returns at least one address
+        raise failure
 
     def connect_unix_socket(self, path, timeout=None, socket_options=None):  # type: ignore[no-untyped-def]
         raise httpcore.ConnectError("the broker never connects to a unix socket")
