@@ -10,13 +10,20 @@ how fast the machine is: the hung resolver is released only after the call retur
 
 from __future__ import annotations
 
+import shutil
 import socket
+import ssl
+import subprocess
 import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
 from runtime import Broker, HostRequest
+from runtime.broker import transport
+from tests import conftest as prerequisites
 from tests.runtime.loopback import FakeAPI, profile
 
 KEY = "key-for-the-resolver-tests-0123456789abcdef"
@@ -98,3 +105,58 @@ def test_closing_the_broker_ends_a_call_waiting_on_the_resolver(resolver: Resolv
     caller.join(10)
     assert not caller.is_alive() and not resolver.release.is_set()
     assert answers and answers[0] >= 500
+
+
+def _tls_api(tmp_path: Path, name: str) -> tuple[ThreadingHTTPServer, Path]:
+    """An HTTPS server on 127.0.0.1 whose throwaway certificate names only `name`."""
+    if shutil.which("openssl") is None:
+        prerequisites.missing("openssl (to make a test certificate)", "apt-get install openssl")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
+         "-out", str(cert), "-days", "1", "-subj", f"/CN={name}",
+         "-addext", f"subjectAltName=DNS:{name}"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+
+    class Ok(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Ok)
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(cert, key)
+    server.socket = tls.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, cert
+
+
+@pytest.mark.parametrize(("url_name", "status"), [("api.test", 200), ("other.test", 502)])
+def test_tls_checks_the_certificate_against_the_url_name_not_the_address(
+    resolver: Resolver,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    url_name: str,
+    status: int,
+) -> None:
+    # Both names resolve to 127.0.0.1; the certificate names api.test only. Connecting by
+    # address must not turn the check into one against 127.0.0.1, nor skip it (with
+    # check_hostname off in the client context, other.test goes green: tried).
+    server, cert = _tls_api(tmp_path, "api.test")
+    trusted = ssl.create_default_context(cafile=str(cert))
+    monkeypatch.setattr(transport, "_tls_context", lambda: trusted)
+    try:
+        broker, got, _ = _call(f"https://{url_name}:{server.server_address[1]}", timeout_s=10)
+        rows = broker.close().rows
+    finally:
+        server.shutdown()
+    assert got == status
+    assert rows[0].failure == (None if status == 200 else "tls")
