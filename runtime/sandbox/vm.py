@@ -37,10 +37,10 @@ _RT_SCAN_BYTES = 512
 _RT_TOP_WINDOW = 16 << 10
 
 
-_U64 = (1 << 64) - 1
 _SLOT = ctypes.sizeof(ffi.wasmtime_val_raw_t)
 _call_unchecked = _bindings._wasmtime_func_call_unchecked  # the ctypes function itself
 _export_get = _bindings._wasmtime_instance_export_get
+_TRAP_PTR = ctypes.POINTER(ffi.wasm_trap_t)
 
 
 @functools.cache
@@ -52,13 +52,15 @@ def _export_name(name: str) -> ctypes.Array[ctypes.c_char]:
 @functools.cache
 def _call_shape(
     params: tuple[str, ...], results: tuple[str, ...]
-) -> tuple[str, type, int, str | None]:
-    """(struct format of the arguments, raw array type, slots, result kind) of a signature."""
+) -> tuple[str, bool, type, int, str | None]:
+    """(struct format of the arguments, any f64 among them, raw array type, slots,
+    result kind) of a signature. Integers are packed signed ("q"): a JSValue is a
+    signed i64 and a pointer or i32 fits either way."""
     n = max(len(params), len(results), 1)
     pad = f"{_SLOT - 8}x"
-    fmt = "<" + "".join(("d" if p == "f64" else "Q") + pad for p in params)
+    fmt = "<" + "".join(("d" if p == "f64" else "q") + pad for p in params)
     fmt += f"{_SLOT * (n - len(params))}x" if n > len(params) else ""
-    return fmt, ffi.wasmtime_val_raw_t * n, n, results[0] if results else None
+    return fmt, "f64" in params, ffi.wasmtime_val_raw_t * n, n, results[0] if results else None
 
 
 #: FuncTypes per engine: building one costs ~14 us, which every run paid for each host
@@ -78,9 +80,13 @@ def _functype(
     return ty
 
 
-def _f64_args(fmt: str, args: tuple[int | float, ...]) -> list[int | float]:
-    kinds = [c for c in fmt if c in "dQ"]
-    return [float(a) if k == "d" else int(a) & _U64 for k, a in zip(kinds, args, strict=True)]
+def _pack_args(fmt: str, args: tuple[int | float, ...]) -> bytes:
+    """The slow path: f64 arguments, or an integer outside the signed i64 range."""
+    kinds = [c for c in fmt if c in "dq"]
+    return struct.pack(
+        fmt,
+        *(float(a) if k == "d" else s64(int(a)) for k, a in zip(kinds, args, strict=True)),
+    )
 
 
 def tag_of(v: int) -> int:
@@ -120,6 +126,8 @@ class Vm:
         self.store.set_limits(memory_size=memory_bytes)
         self.store.set_epoch_deadline(max(1, deadline_ticks))
         wasi.register(self.context, state)
+        self._trap = _TRAP_PTR()
+        self._trap_ref = ctypes.byref(self._trap)
         #: name -> (byref(func), call shape, func): the func is kept alive with its byref.
         self._constants: dict[str | bytes, int] = {}
         self._funcs: dict[str, tuple[object, tuple[str, type, int, str | None], object]] = {}
@@ -136,8 +144,7 @@ class Vm:
                 raise wasmtime.WasmtimeError._from_ptr(err)
             raise wasmtime.Trap._from_ptr(trap)
         self.instance = instance
-        state.memory = self._extern("memory").of.memory
-        state.has_memory = True
+        state.attach_memory(self._extern("memory").of.memory)
         self.table = self._extern(engine_mod.wasm_patch.TABLE_EXPORT).of.table
 
     def close(self) -> None:
@@ -174,20 +181,24 @@ class Vm:
             func = self._extern(name).of.func
             entry = (ctypes.byref(func), _call_shape(info.params, info.results), func)
             self._funcs[name] = entry
-        func_ref, (fmt, array_type, n, result) = entry[0], entry[1]
-        if "d" in fmt:
-            buf = array_type.from_buffer_copy(struct.pack(fmt, *_f64_args(fmt, args)))
-        else:
-            buf = array_type.from_buffer_copy(struct.pack(fmt, *[a & _U64 for a in args]))
-        trap = ctypes.POINTER(ffi.wasm_trap_t)()
-        err = _call_unchecked(self.context, func_ref, buf, n, ctypes.byref(trap))
-        if err or trap:
+        func_ref, (fmt, floats, array_type, n, result) = entry[0], entry[1]
+        try:
+            packed = _pack_args(fmt, args) if floats else struct.pack(fmt, *args)
+        except struct.error:
+            packed = _pack_args(fmt, args)
+        buf = array_type.from_buffer_copy(packed)
+        # One trap slot per instance, always NULL between calls (a failed call, nested
+        # or not, takes the pointer and clears the slot), instead of a new one per call.
+        err = _call_unchecked(self.context, func_ref, buf, n, self._trap_ref)
+        if err or self._trap:
+            trap = ctypes.cast(self._trap, ctypes.c_void_p).value
+            ctypes.memset(ctypes.addressof(self._trap), 0, ctypes.sizeof(self._trap))
             pending, self.state.pending = self.state.pending, None
             if pending is not None:
                 raise pending
             if err:
                 raise wasmtime.WasmtimeError._from_ptr(err)
-            raise wasmtime.Trap._from_ptr(trap)
+            raise wasmtime.Trap._from_ptr(ctypes.cast(trap, _TRAP_PTR))
         if result == "i64":
             return buf[0].i64
         if result == "i32":

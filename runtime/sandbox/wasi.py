@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 
 import wasmtime
+from wasmtime import _bindings
 from wasmtime import _ffi as ffi
 
 MODULE = "wasi_snapshot_preview1"
@@ -43,6 +44,20 @@ FIXED_EPOCH_NS = 1_767_225_600 * 1_000_000_000
 #: thousands of long timers) sees time stand still instead of crashing the host with a
 #: `struct.pack` overflow after its granted calls already reached the API.
 MAX_TIMESTAMP_NS = (1 << 64) - 1
+
+
+#: wasmtime's memory accessors, declared here to return plain integers: the bindings'
+#: versions return a ctypes pointer that costs a `cast` and a wrapper frame per access,
+#: and the sandbox touches guest memory several times per host call.
+_memory_data = ctypes.CFUNCTYPE(ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p)(
+    ("wasmtime_memory_data", _bindings.dll)
+)
+_memory_data_size = ctypes.CFUNCTYPE(ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p)(
+    ("wasmtime_memory_data_size", _bindings.dll)
+)
+_caller_context = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)(
+    ("wasmtime_caller_context", _bindings.dll)
+)
 
 
 class ProcExit(Exception):
@@ -69,17 +84,25 @@ class WasiState:
         self.mono_base = time.monotonic_ns()
         self.pending: BaseException | None = None
         self.memory = ffi.wasmtime_memory_t()
+        self._memory_ref = 0
         self.has_memory = False
         #: Free slot for the layer above (the host-call bridge) to hang its own state on.
         self.extra: object = None
 
     # -- memory -------------------------------------------------------------------------
+    def attach_memory(self, memory: ffi.wasmtime_memory_t) -> None:
+        """The instance's exported memory, which every access below goes through."""
+        self.memory = memory
+        self._memory_ref = ctypes.addressof(memory)
+        self.has_memory = True
+
     def _base(self, context) -> tuple[int, int]:
+        """(address, size) of the linear memory now: asked for on every access, since a
+        grow may move or enlarge it (two direct FFI calls, ~0.3 us each)."""
         if not self.has_memory:
             raise GuestMemoryError("memory not attached")
-        ptr = ffi.wasmtime_memory_data(context, ctypes.byref(self.memory))
-        size = ffi.wasmtime_memory_data_size(context, ctypes.byref(self.memory))
-        return ctypes.cast(ptr, ctypes.c_void_p).value or 0, size
+        ref = self._memory_ref
+        return _memory_data(context, ref), _memory_data_size(context, ref)
 
     def read(self, context, addr: int, n: int) -> bytes:
         base, size = self._base(context)
@@ -153,8 +176,8 @@ def guarded(fn: Callable[[WasiState, object, ctypes.Array], None]):
     exceptions escape into C: they are parked on the state and become a trap."""
 
     def callback(_env, caller, vals, _n):
-        context = ffi.wasmtime_caller_context(caller)
-        state = _RUNS.get(_addr(context))
+        context = _caller_context(caller)  # the Store context's address, as an int
+        state = _RUNS.get(context)
         if state is None:
             return new_trap("host import called outside a run")
         try:
