@@ -243,17 +243,31 @@ def _throw(vm: qjs_vm.Vm, ctx: int, kind: str, message: str) -> int:
             vm.free(p)
 
 
+_REPLY_KEYS = b"status\0body"
+
+
 def _reply_object(vm: qjs_vm.Vm, ctx: int, status: int, body: bytes) -> int:
-    """A plain `{status, body}`; properties are defined, not assigned, so a setter the
-    guest put on Object.prototype can neither intercept nor hide them."""
-    obj = vm.call("JS_NewObject", ctx)
-    if qjs_vm.tag_of(obj) == qjs_vm.TAG_EXCEPTION:
-        return obj
-    keys = vm.constant(b"status\0body")
-    define = "JS_DefinePropertyValueStr"
-    vm.call(define, ctx, obj, keys, qjs_vm.js_int(status), qjs_vm.JS_PROP_C_W_E)
-    vm.call(define, ctx, obj, keys + 7, vm.new_string(ctx, body), qjs_vm.JS_PROP_C_W_E)
-    return obj
+    """A plain `{status, body}`, made in one step by JS_NewObjectFromStr: the properties
+    are created with the object (plain data properties, as an object literal has), so a
+    setter the guest put on Object.prototype can neither intercept nor hide them."""
+    text = vm.new_string(ctx, body)
+    if qjs_vm.tag_of(text) == qjs_vm.TAG_EXCEPTION:
+        return text
+    keys = vm.constant(_REPLY_KEYS)
+    props = vm.constant(struct.pack("<II", keys, keys + 7), key="reply keys")
+    values = vm.scratch("reply values")
+    vm.write(values, struct.pack("<qq", qjs_vm.js_int(status), text))
+    # Takes ownership of both values, also when it fails.
+    return vm.call("JS_NewObjectFromStr", ctx, 2, props, values)
+
+
+def prepare_constants(vm: qjs_vm.Vm) -> None:
+    """Allocate every constant and scratch buffer a host call uses (an image takes them
+    along, so a restored run never mallocs them)."""
+    for key in qjs_vm.SCRATCH:
+        vm.scratch(key)
+    keys = vm.constant(_REPLY_KEYS)
+    vm.constant(struct.pack("<II", keys, keys + 7), key="reply keys")
 
 
 def _host_call(state: wasi.WasiState, context, vals) -> None:
@@ -303,7 +317,7 @@ def _host_start(state: wasi.WasiState, context, vals) -> None:
     if isinstance(raw, int):
         vals[0].i64 = qjs_vm.s64(raw)
         return
-    funcs = vm.constant(bytes(15), key="promise functions")  # runs no guest code
+    funcs = vm.scratch("promise functions")  # runs no guest code
     promise = vm.call("JS_NewPromiseCapability", ctx, funcs)
     if qjs_vm.tag_of(promise) != qjs_vm.TAG_EXCEPTION:
         resolve, reject = struct.unpack("<qq", vm.read(funcs, 16))
@@ -331,11 +345,11 @@ def settle(bridge: Bridge, vm: qjs_vm.Vm, ctx: int, reply: tuple[int, int, bytes
     else:
         _throw(vm, ctx, "Internal", MSG_INVALID_RESPONSE)
         target, value = reject, vm.call("JS_GetException", ctx)
-    argv = vm.alloc(struct.pack("<q", value), nul=False)
+    argv = vm.scratch("call argv")  # JS_Call reads it on entry; settle never nests
+    if qjs_vm.tag_of(value) == qjs_vm.TAG_EXCEPTION:  # out of memory making the reply
+        target, value = reject, vm.call("JS_GetException", ctx)
+    vm.write(argv, struct.pack("<q", value))
     try:
-        if qjs_vm.tag_of(value) == qjs_vm.TAG_EXCEPTION:  # out of memory making the reply
-            target, value = reject, vm.call("JS_GetException", ctx)
-            vm.write(argv, struct.pack("<q", value))
         undefined = qjs_vm.TAG_UNDEFINED << 32
         result = vm.call("JS_Call", ctx, target, undefined, 1, argv)
         if qjs_vm.tag_of(result) == qjs_vm.TAG_EXCEPTION:
@@ -343,7 +357,6 @@ def settle(bridge: Bridge, vm: qjs_vm.Vm, ctx: int, reply: tuple[int, int, bytes
         else:
             vm.call("JS_FreeValue", ctx, result)
     finally:
-        vm.free(argv)
         for v in (value, resolve, reject):
             vm.call("JS_FreeValue", ctx, v)
 

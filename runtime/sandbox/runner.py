@@ -199,21 +199,18 @@ def _await_module(vm: qjs_vm.Vm, bridge: Bridge, ctx: int, promise: int) -> None
     promise is looked at after each, so nothing queued after the module settles runs
     before the run ends on a rejection; with no job, one `_step` runs timers and replies.
     """
+    if _signed(vm.call("JS_PromiseState", ctx, promise)) != _PROMISE_PENDING:
+        return  # the usual case: a module without top-level await settles at once
     rt = vm.call("JS_GetRuntime", ctx)
-    job_ctx = vm.call("malloc", 4)
-    if job_ctx == 0:
-        raise MemoryError("guest malloc failed")
-    try:
-        while _signed(vm.call("JS_PromiseState", ctx, promise)) == _PROMISE_PENDING:
-            ran = _signed(vm.call("JS_ExecutePendingJob", rt, job_ctx))
-            if ran < 0:
-                vm.call("js_std_dump_error", ctx)
-            elif ran == 0 and not _step(vm, bridge, ctx):
-                # Nothing left that could settle it: as qjs, the run waits out its time.
-                time.sleep(max(0.0, bridge.deadline - time.monotonic()))
-                raise _TimedOut
-    finally:
-        vm.free(job_ctx)
+    job_ctx = vm.scratch("job context")
+    while _signed(vm.call("JS_PromiseState", ctx, promise)) == _PROMISE_PENDING:
+        ran = _signed(vm.call("JS_ExecutePendingJob", rt, job_ctx))
+        if ran < 0:
+            vm.call("js_std_dump_error", ctx)
+        elif ran == 0 and not _step(vm, bridge, ctx):
+            # Nothing left that could settle it: as qjs, the run waits out its time.
+            time.sleep(max(0.0, bridge.deadline - time.monotonic()))
+            raise _TimedOut
 
 
 def _step(vm: qjs_vm.Vm, bridge: Bridge, ctx: int) -> bool:
@@ -302,11 +299,9 @@ def _run_module(
     flags = qjs_vm.JS_EVAL_TYPE_MODULE | qjs_vm.JS_EVAL_FLAG_COMPILE_ONLY
     # struct JSEvalOptions { int version = 1; int eval_flags; const char *filename;
     # int line_num; } on wasm32: four little-endian 32-bit fields.
-    options = vm.alloc(
-        struct.pack("<iiIi", _EVAL_OPTIONS_VERSION, flags, filename, first_line), nul=False
-    )
+    options = vm.scratch("eval options")  # JS_Eval2 only reads it, and runs no guest code
+    vm.write(options, struct.pack("<iiIi", _EVAL_OPTIONS_VERSION, flags, filename, first_line))
     func = vm.call("JS_Eval2", ctx, src_ptr, src_len, options)
-    vm.free(options)
     vm.free(src_ptr if owner is None else owner)
     if qjs_vm.tag_of(func) != qjs_vm.TAG_EXCEPTION:
         vm.call("js_module_set_import_meta", ctx, func, 0, 1)

@@ -63,6 +63,7 @@ from runtime.sandbox.bridge import (
     TRACKER_CALLBACK,
     TRACKER_SIGNATURE,
     Bridge,
+    prepare_constants,
 )
 
 #: Flip to False to run every sandbox the stock way (benchmarks compare both).
@@ -147,6 +148,7 @@ class Image:
     argv: int  # the execArgv array (the image holds a reference)
     flush: int  # the stdio flush function (the image holds a reference)
     cmdline: int  # "<cmdline>\0" in guest memory
+    constants: tuple[tuple[str | bytes, int], ...]  # Vm.constants of the build instance
     prefix: bytes  # the prelude as it appears in execArgv[2], before the agent's code
     seed_addr: int
     origin_addr: int
@@ -297,6 +299,7 @@ def _build(
     vm.install_stack_limit(rt, engine_mod.JS_STACK_ALLOWANCE)
 
     slots = install_host_functions(vm, ctx, rt)
+    prepare_constants(vm)
 
     # The flush helper first: nothing the prelude does can reach into it.
     _eval(vm, ctx, _FLUSH_SOURCE.encode(), b"<flush>", qjs_vm.JS_EVAL_TYPE_MODULE)
@@ -350,6 +353,7 @@ def _build(
         argv=argv,
         flush=flush,
         cmdline=cmdline,
+        constants=tuple(vm.constants.items()),
         prefix=prelude.encode("utf-8", errors="surrogatepass"),
         seed_addr=seed_addr,
         origin_addr=origin_addr,
@@ -386,6 +390,7 @@ def restore(vm: qjs_vm.Vm, image: Image, state: wasi.WasiState) -> None:
     base = ctypes.cast(ffi.wasmtime_memory_data(context, memory), ctypes.c_void_p).value or 0
     for offset, blob in image.ranges:
         ctypes.memmove(base + offset, blob, len(blob))
+    vm.adopt_constants(dict(image.constants))
     for (_name, callback, signature), slot in zip(HOST_FUNCTIONS, image.slots, strict=True):
         if vm.add_function(callback, *signature) != slot:
             raise VmError("host functions did not land on the image's table slots")

@@ -31,6 +31,18 @@ JS_EVAL_FLAG_COMPILE_ONLY = 1 << 5
 JS_CFUNC_GENERIC = 0
 JS_PROP_C_W_E = 1 | 2 | 4  # configurable, writable, enumerable
 
+#: The per-instance scratch buffers (`Vm.scratch`): name -> bytes. An image allocates
+#: them all before it is taken, so a restored run finds them without a malloc.
+SCRATCH = {
+    "to_bytes length": 4,  # JS_ToCStringLen2's size_t out-parameter
+    "promise functions": 16,  # JS_NewPromiseCapability's resolving functions
+    "reply values": 16,  # the two JSValues of a `{status, body}`
+    "call argv": 8,  # the one argument of a resolve/reject call
+    "job context": 4,  # JS_ExecutePendingJob's JSContext out-parameter
+    "eval options": 16,  # struct JSEvalOptions
+    "string": 4096,  # short strings on their way to JS_NewStringLen
+}
+
 #: JSRuntime field offsets are found at run time (see `install_stack_limit`), but only in
 #: this window, so a different layout fails closed instead of poking a random word.
 _RT_SCAN_BYTES = 512
@@ -236,6 +248,27 @@ class Vm:
             ptr = self._constants[name] = self.alloc(data)
         return ptr
 
+    def scratch(self, key: str) -> int:
+        """A per-instance guest buffer of SCRATCH[key] bytes, malloc'ed on first use and
+        never freed; its contents are the host's, only ever written right before the
+        one call that reads them (no guest code runs in between)."""
+        ptr = self._constants.get(key)
+        if ptr is None:
+            ptr = self.call("malloc", SCRATCH[key])
+            if ptr == 0:
+                raise MemoryError("guest malloc failed")
+            self._constants[key] = ptr
+        return ptr
+
+    @property
+    def constants(self) -> dict[str | bytes, int]:
+        """Every constant and scratch buffer this instance has (an image keeps them)."""
+        return dict(self._constants)
+
+    def adopt_constants(self, constants: dict[str | bytes, int]) -> None:
+        """Constants already in memory (restored from an image): no malloc for them."""
+        self._constants.update(constants)
+
     # -- table-hosted native functions ---------------------------------------------------
     def add_function(
         self, callback: object, params: tuple[str, ...], results: tuple[str, ...]
@@ -259,6 +292,12 @@ class Vm:
 
     # -- JS helpers --------------------------------------------------------------------
     def new_string(self, ctx: int, data: bytes) -> int:
+        """A JS string of UTF-8 `data`; a short one goes through the scratch buffer (no
+        malloc and free), which JS_NewStringLen copies before anything else runs."""
+        if len(data) <= SCRATCH["string"]:
+            ptr = self.scratch("string")
+            self.write(ptr, data)
+            return self.call("JS_NewStringLen", ctx, ptr, len(data))
         ptr = self.alloc(data)
         try:
             return self.call("JS_NewStringLen", ctx, ptr, len(data))
@@ -280,7 +319,7 @@ class Vm:
         With `limit`, a longer string is not copied out: b"\0" * (limit + 1) stands in
         for it, so a caller enforcing a size cap never pays for a huge copy.
         """
-        plen = self.constant(b"\0\0\0", key="to_bytes length")
+        plen = self.scratch("to_bytes length")
         # Reused across calls: JS_ToCStringLen2 writes the length when it returns, after
         # any guest code it ran (a nested host call using the same word) has finished.
         p = self.call("JS_ToCStringLen2", ctx, plen, value, 0)

@@ -73,6 +73,73 @@ def test_reply_properties_cannot_be_intercepted_by_prototype_setters():
     )
 
 
+_SHAPE_JS = (
+    "const d = Object.getOwnPropertyDescriptors(r);"
+    " print(JSON.stringify([Object.getPrototypeOf(r) === Object.prototype, Object.keys(r),"
+    " ['status', 'body'].map(k => [d[k].writable, d[k].enumerable, d[k].configurable,"
+    " !!d[k].get, !!d[k].set])]));"
+)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        'const r = __coderunner_host_call(JSON.stringify({method: "GET", path: "/a"}));',
+        'const r = await __coderunner_host_start(JSON.stringify({method: "GET", path: "/a"}));',
+    ],
+)
+def test_reply_is_a_plain_object_of_two_data_properties(call):
+    # Both exits build the reply the same way; it must look exactly like `{status, body}`
+    # written as a literal: own, writable, enumerable, configurable data properties.
+    r = run(call + _SHAPE_JS, handler=Recorder(allow=(Route("/a", "GET"),)))
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout) == [
+        True,
+        ["status", "body"],
+        [[True, True, True, False, False]] * 2,
+    ]
+
+
+def test_reply_bodies_of_every_size_arrive_exactly_in_any_order():
+    # Short bodies reach the guest through a reused buffer: a long one, a short one after
+    # it and bodies at the buffer's edge must each arrive whole, with nothing left over.
+    sizes = [5000, 1, 4095, 4096, 4097, 0, 70_000, 2]
+    bodies = [bytes([0x61 + i]) * n for i, n in enumerate(sizes)]
+
+    def handler(request: HostRequest) -> HostReply:  # workers may answer in any order
+        return HostReply(200, bodies[int(request.path.rsplit("/", 1)[1])])
+
+    half = len(sizes) // 2
+    code = (
+        "const env = (i) => JSON.stringify({method: 'GET', path: '/a/' + i});"
+        f" const out = []; for (let i = 0; i < {half}; i++)"
+        " out.push(__coderunner_host_call(env(i)).body);"
+        f" const rest = await Promise.all(Array.from({{length: {len(sizes) - half}}},"
+        f" (_, i) => __coderunner_host_start(env({half} + i))));"
+        " for (const x of rest) out.push(x.body);"
+        " print(JSON.stringify(out.map(b => [b.length, b[0] || ''])));"
+    )
+    r = run(code, handler=handler)
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout) == [[len(b), b[:1].decode()] for b in bodies]
+
+
+def test_a_host_call_nested_in_the_envelopes_tostring_keeps_both_replies():
+    replies = iter([b"inner", b"outer"])
+
+    def handler(request: HostRequest) -> HostReply:
+        return HostReply(200, next(replies))
+
+    env = 'JSON.stringify({method: "GET", path: "/a"})'
+    code = (
+        "let inner; const r = __coderunner_host_call({toString() {"
+        f" inner = __coderunner_host_call({env}); return {env}; }}}});"
+        " print(inner.status + ' ' + inner.body + ' ' + r.status + ' ' + r.body);"
+    )
+    r = run(code, handler=handler)
+    assert (r.exit_code, r.stdout) == (0, "200 inner 200 outer\n"), r.stderr
+
+
 def test_missing_argument_is_a_type_error():
     r = run('try { __coderunner_host_call() } catch (e) { print(e.name + ": " + e.message) }')
     assert r.stdout == "TypeError: host api request envelope is required\n"
