@@ -27,6 +27,7 @@ from pathlib import Path
 
 import platformdirs
 import wasmtime
+from wasmtime import _ffi as ffi
 
 from runtime.errors import EngineError
 from runtime.sandbox import wasi, wasm_patch
@@ -53,6 +54,19 @@ JS_STACK_ALLOWANCE = 640 << 10
 STACK_BYTES = wasm_patch.DEFAULT_STACK_BYTES
 #: Epoch period: the timeout granularity and the ticker's wake-up rate while runs exist.
 EPOCH_TICK_S = 0.005
+
+#: The pooling allocator: every run's instance comes from a pool of preallocated slots,
+#: and a slot's pages stay mapped between runs (up to POOL_KEEP_RESIDENT_BYTES of its
+#: memory; wasmtime resets exactly the pages a run dirtied to the module's initial image
+#: before the slot is used again, so each run still starts from a fresh instance). On
+#: demand, every run mapped fresh pages and paid a page fault for each one it touched
+#: (~45 for restoring an image, ~2.5 us each in a VM), and unmapped them all at the end.
+#: POOL_SLOTS bounds the instances alive at once in one process (runs in flight plus an
+#: image being built); one more fails to instantiate and ends as a trap.
+POOL_SLOTS = 64
+POOL_MAX_MEMORY_BYTES = 4 << 30  # wasm32's whole space; each run's limit is the Store's
+POOL_KEEP_RESIDENT_BYTES = 4 << 20
+POOL_TABLE_ELEMENTS = 4096  # the module's table has 580; the sandbox adds 3 per run
 
 CACHE_ENV = "PLIMSOLL_CACHE_DIR"
 _DIGEST = 32
@@ -106,11 +120,45 @@ def load_original_wasm(path: Path | None = None) -> bytes:
     return verify_wasm(data)
 
 
-def make_engine() -> wasmtime.Engine:
+def _config(*, pooled: bool) -> wasmtime.Config:
     cfg = wasmtime.Config()
     cfg.epoch_interruption = True
     cfg.max_wasm_stack = MAX_WASM_STACK
-    return wasmtime.Engine(cfg)
+    if pooled:
+        pool = ffi.wasmtime_pooling_allocation_config_new()
+        try:
+            for setter, value in (
+                ("total_memories", POOL_SLOTS),
+                ("total_tables", POOL_SLOTS),
+                ("total_core_instances", POOL_SLOTS),
+                ("total_stacks", 0),  # async stacks: the sandbox never runs async
+                ("max_memory_size", POOL_MAX_MEMORY_BYTES),
+                ("table_elements", POOL_TABLE_ELEMENTS),
+                ("linear_memory_keep_resident", POOL_KEEP_RESIDENT_BYTES),
+                ("table_keep_resident", POOL_TABLE_ELEMENTS * 8),
+            ):
+                getattr(ffi, f"wasmtime_pooling_allocation_config_{setter}_set")(pool, value)
+            ffi.wasmtime_pooling_allocation_strategy_set(cfg.ptr(), pool)
+        finally:
+            ffi.wasmtime_pooling_allocation_config_delete(pool)
+    return cfg
+
+
+def pooling_possible() -> bool:
+    """Can this process reserve the pool's address space? wasmtime aborts the process
+    (not an exception) when it cannot, so a limited RLIMIT_AS (`ulimit -v`) means none."""
+    try:
+        import resource
+    except ImportError:  # not a POSIX host
+        return False
+    soft, _hard = resource.getrlimit(resource.RLIMIT_AS)
+    return soft == resource.RLIM_INFINITY
+
+
+def make_engine(*, pooled: bool = True) -> wasmtime.Engine:
+    """The engine: pooled (see POOL_SLOTS) when asked for and possible, else instances
+    are allocated on demand. The compiled module is the same for both."""
+    return wasmtime.Engine(_config(pooled=pooled and pooling_possible()))
 
 
 def cache_dir() -> Path:
@@ -254,8 +302,13 @@ class EpochTicker:
 class QjsEngine:
     """Engine + compiled module + linked WASI imports, shared by every run of the process."""
 
-    def __init__(self, *, use_cache: bool = True) -> None:
-        self.engine = make_engine()
+    def __init__(self, *, use_cache: bool = True, pooled: bool = True) -> None:
+        self.pooled = pooled and pooling_possible()
+        self.engine = make_engine(pooled=self.pooled)
+        #: Free slots of the pool; with none left, instances come from `_overflow`.
+        self._slots = threading.BoundedSemaphore(POOL_SLOTS) if self.pooled else None
+        self._overflow: QjsEngine | None = None
+        self._overflow_lock = threading.Lock()
         self.module, self.loaded_from, self.stack_top = load_module(
             self.engine, use_cache=use_cache
         )
@@ -276,6 +329,36 @@ class QjsEngine:
         self.pre = linker.instantiate_pre(self.module)
         self._linker = linker  # keeps the import definitions alive with the InstancePre
         self.ticker = EpochTicker(self.engine)
+
+    @contextlib.contextmanager
+    def instance(self):
+        """The engine one new instance comes from, its epoch ticker running meanwhile.
+
+        This engine while its pool has a free slot (held until the block ends, by which
+        time the instance's Store must be dropped); beyond POOL_SLOTS instances at once,
+        an on-demand twin of it (same module, built on first need), so a burst of runs
+        is never refused for want of a slot.
+        """
+        if self._slots is None:
+            with self.ticker.active():
+                yield self
+            return
+        if not self._slots.acquire(blocking=False):
+            overflow = self._overflow_engine()
+            with overflow.ticker.active():
+                yield overflow
+            return
+        try:
+            with self.ticker.active():
+                yield self
+        finally:
+            self._slots.release()
+
+    def _overflow_engine(self) -> QjsEngine:
+        with self._overflow_lock:
+            if self._overflow is None:
+                self._overflow = QjsEngine(pooled=False)
+            return self._overflow
 
 
 def _memory_min_bytes(module: wasmtime.Module) -> int:

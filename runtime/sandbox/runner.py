@@ -376,10 +376,10 @@ def _run(
     state.extra = bridge
     exit_code, timed_out, internal = EXIT_OK, False, ""
     vm: qjs_vm.Vm | None = None
-    with eng.ticker.active():
+    with eng.instance() as inst:
         try:
             vm = qjs_vm.Vm(
-                eng,
+                inst,
                 state,
                 memory_bytes=limits.memory_mb << 20,
                 deadline_ticks=math.ceil(limits.timeout_s / EPOCH_TICK_S) + 1,

@@ -235,8 +235,8 @@ def build(eng: engine_mod.QjsEngine, prelude: str, key: str) -> Image | None:
     recorder = _Recorder()
     bridge = Bridge(recorder, 1, math.inf)
     state.extra = bridge
-    with eng.ticker.active():
-        vm = qjs_vm.Vm(eng, state, memory_bytes=_BUILD_MEMORY_BYTES, deadline_ticks=1 << 30)
+    with eng.instance() as inst:
+        vm = qjs_vm.Vm(inst, state, memory_bytes=_BUILD_MEMORY_BYTES, deadline_ticks=1 << 30)
         bridge.vm = vm
         try:
             return _build(vm, bridge, recorder, state, prelude, key)

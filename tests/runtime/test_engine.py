@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime import EngineError
+from runtime import EngineError, Limits, run_sandbox
 from runtime.sandbox import engine
 
 
@@ -100,3 +100,39 @@ def test_a_new_process_with_a_warm_cache_does_not_compile(tmp_path):
         for _ in range(2)
     ]
     assert outs == ["compiled 42\n", "cache 42\n"]
+
+
+def test_runs_beyond_the_pools_slots_use_an_on_demand_twin_with_its_own_deadline():
+    # Every slot of the pool taken (as by POOL_SLOTS runs in flight): the next run must
+    # still start, from the on-demand twin, and its deadline must still end it.
+    eng = engine.get_engine()
+    if not eng.pooled:
+        pytest.skip("this host cannot reserve the pool (RLIMIT_AS): every run is on demand")
+    taken = 0
+    while eng._slots.acquire(blocking=False):
+        taken += 1
+    try:
+        assert taken == engine.POOL_SLOTS
+        with eng.instance() as inst:
+            assert inst is not eng and not inst.pooled
+        ok = run_sandbox("print(6 * 7)")
+        assert (ok.exit_code, ok.stdout) == (0, "42\n")
+        spin = run_sandbox("for (;;) {}", limits=Limits(timeout_s=0.3))
+        assert (spin.exit_code, spin.timed_out) == (124, True)
+    finally:
+        for _ in range(taken):
+            eng._slots.release()
+    with eng.instance() as inst:
+        assert inst is eng
+
+
+def test_a_pool_slot_reused_by_the_next_run_holds_nothing_of_the_last():
+    # Pooled slots keep their pages mapped between runs; wasmtime must reset them. A run
+    # fills memory with a marker; the next run's whole memory must not contain it.
+    marker = "Zq8-slot-marker-"
+    first = run_sandbox(f"globalThis.k = {marker!r}.repeat(4096) + 'end'; print(k.length)")
+    assert first.exit_code == 0, first.stderr
+    memory: list[bytes] = []
+    second = run_sandbox("print(1)", memory_probe=memory.append)
+    assert second.exit_code == 0 and memory
+    assert marker.encode() not in memory[0]
