@@ -20,6 +20,7 @@ object, and `NaN`/`Infinity` (which Python would accept) are refused.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from json.decoder import scanstring
 
@@ -65,10 +66,13 @@ _PARAM_DECODER = json.JSONDecoder(
 )
 
 
+_WS_RUN = re.compile(f"[{_WS}]*")
+
+
 def _skip_ws(s: str, i: int) -> int:
-    while i < len(s) and s[i] in _WS:
-        i += 1
-    return i
+    """The index of the first non-whitespace character at or after `i` (one regex
+    match instead of a Python step per character: this runs ten times per call)."""
+    return _WS_RUN.match(s, i).end()  # type: ignore[union-attr]  # `*` always matches
 
 
 def _scan_object(s: str) -> dict[str, tuple[int, int, object]]:

@@ -155,20 +155,24 @@ const f = globalThis.USE_HOST ? __coderunner_host_call : plain;
 for (let i = 0; i < {n}; i++) f(env);
 """
 
-    def timed(prefix: str) -> float:
+    def timed(prefix: str, clock) -> float:
         best = float("inf")
         for _ in range(5):
-            t0 = time.perf_counter()
+            t0 = clock()
             r = sandbox.run(prefix + loop, handler=handler, limits=Limits(max_host_calls=n))
-            best = min(best, time.perf_counter() - t0)
+            best = min(best, clock() - t0)
             assert r.exit_code == 0, r.stderr
         return best
 
-    host, plain = timed("globalThis.USE_HOST = true;"), timed("")
-    per_call = (host - plain) / n
-    print(
-        f"\nhost call round trip (loop of {n}, best of 5, plain-JS loop subtracted): {per_call * 1e6:.1f} us   target < 100 us"
-    )
+    # Wall time, and this thread's CPU time, which other processes on a loaded box
+    # disturb far less (the whole loop runs on this thread).
+    print(f"\nhost call round trip (loop of {n}, best of 5, plain-JS loop subtracted)")
+    for label, clock in (("wall", time.perf_counter), ("thread CPU", time.thread_time)):
+        host, plain = timed("globalThis.USE_HOST = true;", clock), timed("", clock)
+        per_call = (host - plain) / n
+        print(
+            f"  {label:10}: {per_call * 1e6:5.1f} us   target <= 30 us (issue 10; issue 3: < 100 us)"
+        )
 
 
 def test_bench_runs_per_second_on_threads():

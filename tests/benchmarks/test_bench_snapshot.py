@@ -60,12 +60,12 @@ def native_run() -> str:
     return "".join(out)
 
 
-def _p50(fn, n: int) -> float:
+def _p50(fn, n: int, clock=time.perf_counter) -> float:
     times = []
     for _ in range(n):
-        t0 = time.perf_counter()
+        t0 = clock()
         fn()
-        times.append(time.perf_counter() - t0)
+        times.append(clock() - t0)
     return statistics.median(times)
 
 
@@ -83,20 +83,24 @@ def test_bench_fresh_run_vs_native_quickjs():
 
     for fn in (native_run, stock, fresh_run):
         _p50(fn, 30)
-    rounds: dict[str, list[float]] = {"native": [], "stock": [], "image": []}
-    for _ in range(10):  # interleaved, so load on the box hits all three alike
-        rounds["native"].append(_p50(native_run, 40))
-        rounds["stock"].append(_p50(stock, 40))
-        rounds["image"].append(_p50(fresh_run, 40))
-    native, before, after = (statistics.median(rounds[k]) for k in ("native", "stock", "image"))
     print("\nfresh run, same source (client + 14-method preamble + ~1 KB code + 1 host call)")
-    print(f"  native QuickJS (PyPI quickjs, fresh context): p50 {native * 1e3:6.3f} ms")
-    print(f"  sandbox, stock path (before):                 p50 {before * 1e3:6.3f} ms")
-    print(f"  sandbox, per-grant memory image (after):      p50 {after * 1e3:6.3f} ms")
-    print(
-        f"  ratio to native: before {before / native:.2f}x   after {after / native:.2f}x"
-        "   target <= 1.2x"
-    )
+    # Wall time, and this thread's CPU time, which other processes on a loaded box
+    # disturb far less (a run and the native baseline both run on this thread).
+    for label, clock in (("wall", time.perf_counter), ("thread CPU", time.thread_time)):
+        rounds: dict[str, list[float]] = {"native": [], "stock": [], "image": []}
+        for _ in range(10):  # interleaved, so load on the box hits all three alike
+            rounds["native"].append(_p50(native_run, 40, clock))
+            rounds["stock"].append(_p50(stock, 40, clock))
+            rounds["image"].append(_p50(fresh_run, 40, clock))
+        native, before, after = (statistics.median(rounds[k]) for k in ("native", "stock", "image"))
+        print(f" {label}:")
+        print(f"  native QuickJS (PyPI quickjs, fresh context): p50 {native * 1e3:6.3f} ms")
+        print(f"  sandbox, stock path (no image):               p50 {before * 1e3:6.3f} ms")
+        print(f"  sandbox, per-grant memory image:              p50 {after * 1e3:6.3f} ms")
+        print(
+            f"  ratio to native: stock {before / native:.2f}x   image {after / native:.2f}x"
+            "   target <= 1.2x"
+        )
 
 
 def _rate(pool: RunPool, profile: str, runs: int) -> float:
