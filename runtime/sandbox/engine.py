@@ -65,6 +65,7 @@ EPOCH_TICK_S = 0.005
 #: image being built); one more fails to instantiate and ends as a trap.
 POOL_SLOTS = 64
 POOL_MAX_MEMORY_BYTES = 4 << 30  # wasm32's whole space; each run's limit is the Store's
+MEMORY_RESERVATION_BYTES = 4 << 30
 POOL_KEEP_RESIDENT_BYTES = 4 << 20
 POOL_TABLE_ELEMENTS = 4096  # the module's table has 580; the sandbox adds 3 per run
 
@@ -77,6 +78,8 @@ def engine_settings() -> dict[str, object]:
     return {
         "epoch_interruption": True,
         "max_wasm_stack": MAX_WASM_STACK,
+        "memory_reservation": MEMORY_RESERVATION_BYTES,
+        "memory_may_move": False,
         "stack_bytes": STACK_BYTES,
         "patches": ["export_growable_table", "relocate_stack"],
         "wasmtime": importlib.metadata.version("wasmtime"),
@@ -124,6 +127,11 @@ def _config(*, pooled: bool) -> wasmtime.Config:
     cfg = wasmtime.Config()
     cfg.epoch_interruption = True
     cfg.max_wasm_stack = MAX_WASM_STACK
+    # A memory that never moves: the sandbox keeps its address for the instance's
+    # lifetime (runtime/sandbox/wasi.py) instead of asking wasmtime on every access. The
+    # reservation is wasm32's whole space, so no limit a run may ask for is lost.
+    cfg.memory_reservation = MEMORY_RESERVATION_BYTES
+    cfg.memory_may_move = False
     if pooled:
         pool = ffi.wasmtime_pooling_allocation_config_new()
         try:

@@ -156,11 +156,12 @@ class Vm:
                 raise wasmtime.WasmtimeError._from_ptr(err)
             raise wasmtime.Trap._from_ptr(trap)
         self.instance = instance
-        state.attach_memory(self._extern("memory").of.memory)
+        state.attach_memory(self._extern("memory").of.memory, self.context)
         self.table = self._extern(engine_mod.wasm_patch.TABLE_EXPORT).of.table
 
     def close(self) -> None:
         wasi.unregister(self.context)
+        self.state.detach_memory()
         self.store = None  # type: ignore[assignment]  # dropping the Store unmaps the memory
 
     # -- exports -----------------------------------------------------------------------

@@ -85,38 +85,56 @@ class WasiState:
         self.pending: BaseException | None = None
         self.memory = ffi.wasmtime_memory_t()
         self._memory_ref = 0
+        self._mem_base = self._mem_size = 0
         self.has_memory = False
         #: Free slot for the layer above (the host-call bridge) to hang its own state on.
         self.extra: object = None
 
     # -- memory -------------------------------------------------------------------------
-    def attach_memory(self, memory: ffi.wasmtime_memory_t) -> None:
-        """The instance's exported memory, which every access below goes through."""
+    def attach_memory(self, memory: ffi.wasmtime_memory_t, context) -> None:
+        """The instance's exported memory, which every access below goes through.
+
+        Its address is taken once: the engine is configured so that a memory never
+        moves (runtime/sandbox/engine.py). Its size only grows, so a cached size can only
+        refuse too much, never too little, and is asked for again before refusing.
+        """
         self.memory = memory
         self._memory_ref = ctypes.addressof(memory)
+        self._mem_base = _memory_data(context, self._memory_ref)
+        self._mem_size = _memory_data_size(context, self._memory_ref)
         self.has_memory = True
 
+    def detach_memory(self) -> None:
+        """The Store is gone: no access may reach its memory any more."""
+        self.has_memory = False
+        self._mem_base = self._mem_size = 0
+
     def _base(self, context) -> tuple[int, int]:
-        """(address, size) of the linear memory now: asked for on every access, since a
-        grow may move or enlarge it (two direct FFI calls, ~0.3 us each)."""
+        """(address, size) of the linear memory now, both asked for afresh (and the
+        address checked against the one every other access uses)."""
         if not self.has_memory:
             raise GuestMemoryError("memory not attached")
-        ref = self._memory_ref
-        return _memory_data(context, ref), _memory_data_size(context, ref)
+        if _memory_data(context, self._memory_ref) != self._mem_base:
+            raise GuestMemoryError("linear memory moved")  # the engine forbids it
+        self._mem_size = _memory_data_size(context, self._memory_ref)
+        return self._mem_base, self._mem_size
+
+    def _checked(self, context, addr: int, n: int, what: str) -> int:
+        """The host address of guest bytes [addr, addr + n), or GuestMemoryError."""
+        if not self.has_memory:
+            raise GuestMemoryError("memory not attached")
+        addr &= 0xFFFFFFFF
+        if n < 0 or addr + n > self._mem_size:
+            self._mem_size = _memory_data_size(context, self._memory_ref)
+            if n < 0 or addr + n > self._mem_size:
+                raise GuestMemoryError(f"{what} outside linear memory")
+        return self._mem_base + addr
 
     def read(self, context, addr: int, n: int) -> bytes:
-        base, size = self._base(context)
-        addr &= 0xFFFFFFFF
-        if n < 0 or addr + n > size:
-            raise GuestMemoryError("read outside linear memory")
-        return ctypes.string_at(base + addr, n)
+        return ctypes.string_at(self._checked(context, addr, n, "read"), n)
 
     def write(self, context, addr: int, data: bytes) -> None:
-        base, size = self._base(context)
-        addr &= 0xFFFFFFFF
-        if addr + len(data) > size:
-            raise GuestMemoryError("write outside linear memory")
-        ctypes.memmove(base + addr, data, len(data))
+        ctypes.memmove(self._checked(context, addr, len(data), "write"), data, len(data))
 
     def snapshot(self, context) -> bytes:
         base, size = self._base(context)

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import ctypes
+
+import pytest
 import wasmtime
+from wasmtime import _ffi as ffi
 
 from runtime.sandbox import engine, wasi
+from runtime.sandbox import vm as qjs_vm
 
 
 def test_imports_match_the_module_exactly():
@@ -33,3 +38,29 @@ def test_fixed_clock_starts_at_a_fixed_instant_and_only_sleeps_move_it():
     assert state.now_ns(0) == wasi.FIXED_EPOCH_NS and state.now_ns(1) == 0
     state.sleep(1500)
     assert state.now_ns(0) == wasi.FIXED_EPOCH_NS + 1500 and state.now_ns(1) == 1500
+
+
+def test_linear_memory_keeps_its_address_when_it_grows():
+    # The host keeps the memory's address for the whole run and reads guest memory
+    # through it; that is only sound if growing never moves the memory.
+    eng = engine.get_engine()
+    state = wasi.WasiState(output_bytes=0, clock="fixed")
+    with eng.instance() as inst:
+        vm = qjs_vm.Vm(inst, state, memory_bytes=512 << 20, deadline_ticks=1000)
+        try:
+            before = state._base(vm.context)
+            prev = ctypes.c_uint64()
+            err = ffi.wasmtime_memory_grow(
+                vm.context, ctypes.byref(state.memory), 4000, ctypes.byref(prev)
+            )
+            assert not err
+            base, size = state._base(vm.context)
+            assert base == before[0] and size == before[1] + 4000 * 65536
+            vm.write(size - 4, b"\x01\x02\x03\x04")
+            assert vm.read(size - 4, 4) == b"\x01\x02\x03\x04"
+            with pytest.raises(wasi.GuestMemoryError):
+                vm.read(size - 3, 4)
+        finally:
+            vm.close()
+    with pytest.raises(wasi.GuestMemoryError):
+        state.read(None, 0, 1)  # the Store is gone: nothing reaches its memory
