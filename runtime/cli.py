@@ -15,14 +15,23 @@ stderr) and its control characters (C0 but tab and newline, DEL, C1, bidi contro
 separators) are shown escaped (`\x1b`, `\u202e`); every line the CLI itself writes
 after the run starts with `specgen: `, which no prefixed guest line can. `--json` keeps
 the output as raw JSON strings (JSON escapes control characters itself).
+
+Several CODE files (or a directory, or a quoted glob pattern) make a batch: every file
+is read and every input checked before the first run starts, the runs go to a
+`runtime.RunPool` (`--workers`, one per core by default), each in a fresh sandbox with
+its own broker, trace and audit line, and the results are printed in input order as
+soon as each one and those before it are done. One CODE file runs in this process,
+exactly as before batches existed.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
+import glob
 import sys
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -37,6 +46,8 @@ from runtime import (
     Profile,
     Refusal,
     RunInputError,
+    RunOutcome,
+    RunPool,
     check_trace_id,
     format_table,
     load_grants,
@@ -51,7 +62,22 @@ _GUEST_OUT, _GUEST_ERR, _TRUSTED = "out| ", "err| ", "specgen: "
 #: Characters that reorder or hide text on a terminal without being Cc.
 _BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
+#: Characters that make a CODE argument a glob pattern when no file has that name.
+_GLOB_MAGIC = frozenset("*?[")
+
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def workers_option(help_text: str) -> Callable[[F], F]:
+    """`--workers N` as `specgen run` and `specgen mcp` both take it (0 to 64, default
+    one per core: `RunPool.default_workers()`, resolved by the command)."""
+    return click.option(
+        "--workers",
+        type=click.IntRange(min=0, max=64),
+        default=None,
+        metavar="N",
+        help=help_text,
+    )
 
 
 def _refusals(func: F) -> F:
@@ -69,7 +95,9 @@ def _refusals(func: F) -> F:
 
 
 @click.command("run")
-@click.argument("code_file", metavar="CODE.js", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument(
+    "code_args", metavar="CODE.js...", nargs=-1, required=True, type=click.Path(path_type=Path)
+)
 @click.option(
     "--grants",
     "grants_file",
@@ -92,7 +120,10 @@ def _refusals(func: F) -> F:
     " the profile's base_url or listed in its base_url_overrides.",
 )
 @click.option(
-    "--trace-id", default=None, help="The caller's own id for this run, written on the audit line."
+    "--trace-id",
+    default=None,
+    help="The caller's own id for this run, written on the audit line (in a batch, the"
+    " run of the Nth file gets ID:N).",
 )
 @click.option(
     "--timeout",
@@ -100,24 +131,29 @@ def _refusals(func: F) -> F:
     type=float,
     default=5.0,
     show_default=True,
-    help="Wall-clock limit in seconds (at most 30).",
+    help="Wall-clock limit in seconds (at most 30), per run.",
 )
 @click.option(
     "--memory-mb",
     type=int,
     default=256,
     show_default=True,
-    help="Guest memory limit in MiB (at most 4096).",
+    help="Guest memory limit in MiB (at most 4096), per run.",
 )
 @click.option(
     "--json",
     "as_json",
     is_flag=True,
-    help="Print one JSON object with the output, exit code and audit record.",
+    help="Print one JSON object with the output, exit code and audit record (in a batch,"
+    " one line per file, in input order).",
+)
+@workers_option(
+    "Batch only: worker processes for the runs (default: one per core, at most one per"
+    " file); 0 runs them one after another in this process."
 )
 @_refusals
 def run(
-    code_file: Path,
+    code_args: tuple[Path, ...],
     grants_file: Path,
     profile_name: str,
     caller: str,
@@ -126,16 +162,15 @@ def run(
     timeout_s: float,
     memory_mb: int,
     as_json: bool,
+    workers: int | None,
 ) -> None:
-    """Run CODE.js in a fresh sandbox with the profile's client and preamble."""
-    try:
-        raw = read_limited(code_file, _MAX_CODE_BYTES)
-    except OSError as e:
-        raise RunInputError(f"read {code_file}: {e.strerror or e}") from None
-    try:
-        code = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise RunInputError(f"{code_file}: not valid UTF-8 at byte {e.start}") from None
+    """Run CODE.js in a fresh sandbox with the profile's client and preamble.
+
+    Several files, a directory (its *.js files) or a quoted glob pattern run as a batch:
+    each file in its own fresh sandbox, on --workers processes, reported in input order.
+    """
+    files, batch = _code_files(code_args)
+    codes = [_read_code(path) for path in files]
     if not 0 < timeout_s <= 30:
         raise RunInputError(f"--timeout {timeout_s:g} must be more than 0 and at most 30 seconds")
     if not MIN_MEMORY_MB <= memory_mb <= 4096:
@@ -143,50 +178,225 @@ def run(
             f"--memory-mb {memory_mb} must be between {MIN_MEMORY_MB} (the engine's minimum)"
             " and 4096"
         )
-    if trace_id is not None:
-        check_trace_id(trace_id)
+    trace_ids = _trace_ids(trace_id, len(files) if batch else 0)
     profile = _select(load_grants(grants_file), profile_name, caller)
     if base_url is not None:
         profile = profile.with_base_url(base_url)
+    limits = Limits(timeout_s=timeout_s, memory_mb=memory_mb)
 
-    # A missing or tampered engine is an EngineError (a Refusal), never a traceback.
-    outcome = run_with_grant(
-        code,
-        profile,
-        limits=Limits(timeout_s=timeout_s, memory_mb=memory_mb),
-        trace_id=trace_id,
-        caller=caller,
-    )
+    if not batch:
+        # A missing or tampered engine is an EngineError (a Refusal), never a traceback.
+        outcome = run_with_grant(codes[0], profile, limits=limits, trace_id=trace_id, caller=caller)
+        _report(outcome, timeout_s, as_json)
+        sys.exit(outcome.result.exit_code)
+
+    workers = RunPool.default_workers() if workers is None else workers
+    if workers == 0:
+        outcomes: Iterator[RunOutcome | Refusal] = (
+            _in_process(code, profile, limits, tid, caller)
+            for code, tid in zip(codes, trace_ids, strict=True)
+        )
+        sys.exit(_report_batch(files, outcomes, timeout_s, as_json))
+    pool = RunPool(grants_file, workers=min(workers, len(files)))
+    futures: list[concurrent.futures.Future[RunOutcome]] = []
+    try:
+        for code, tid in zip(codes, trace_ids, strict=True):
+            futures.append(
+                pool.submit(
+                    code,
+                    # By name unless --base-url moved it: the workers read the profile
+                    # and its key from the grants file themselves (RunPool's rule).
+                    profile if base_url is not None else profile_name,
+                    caller=caller,
+                    timeout_s=timeout_s,
+                    memory_mb=memory_mb,
+                    trace_id=tid,
+                )
+            )
+        status = _report_batch(files, (_settled(f) for f in futures), timeout_s, as_json)
+    finally:
+        for future in futures:  # Ctrl-C or a broken pipe: runs not started never start
+            future.cancel()
+        pool.close()
+    sys.exit(status)
+
+
+def _code_files(args: tuple[Path, ...]) -> tuple[list[Path], bool]:
+    """The CODE files in run order, and whether they are a batch.
+
+    A directory stands for the *.js files directly in it (not hidden, sorted by name), a
+    glob pattern that names no file for the files it matches (sorted), for callers that
+    pass arguments without a shell. Either makes a batch even when it holds one file, so
+    a script's output has one shape whatever the directory holds; one plain file is not.
+    """
+    files: list[Path] = []
+    batch = len(args) > 1
+    for arg in args:
+        if arg.is_dir():
+            try:
+                found = sorted(
+                    p
+                    for p in arg.iterdir()
+                    if p.suffix == ".js" and not p.name.startswith(".") and p.is_file()
+                )
+            except OSError as e:
+                raise RunInputError(f"read {arg}: {e.strerror or e}") from None
+            if not found:
+                raise RunInputError(f"{arg}: a directory with no *.js file in it")
+            files += found
+            batch = True
+        elif not arg.exists() and _GLOB_MAGIC.intersection(str(arg)):
+            found = sorted(Path(p) for p in glob.glob(str(arg)) if Path(p).is_file())
+            if not found:
+                raise RunInputError(f"{_q(str(arg))}: no file matches the pattern")
+            files += found
+            batch = True
+        else:
+            files.append(arg)
+    return files, batch
+
+
+def _read_code(path: Path) -> str:
+    """One CODE file's text: at most 1 MiB of UTF-8, or a refusal naming the file."""
+    try:
+        raw = read_limited(path, _MAX_CODE_BYTES)
+    except OSError as e:
+        raise RunInputError(f"read {path}: {e.strerror or e}") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise RunInputError(f"{path}: not valid UTF-8 at byte {e.start}") from None
+
+
+def _trace_ids(trace_id: str | None, batch_size: int) -> list[str | None]:
+    """Each run's trace id: the caller's own for one run; ID:1 ... ID:N for a batch, so
+    every audit line of the batch carries the caller's id and its file's position."""
+    if trace_id is None:
+        return [None] * max(batch_size, 1)
+    check_trace_id(trace_id)
+    if not batch_size:
+        return [trace_id]
+    longest = f"{trace_id}:{batch_size}"
+    if len(longest) > 128:
+        raise RunInputError(
+            f"--trace-id: with {batch_size} files the runs' ids go up to {longest[:20]}...:"
+            f"{batch_size} ({len(longest)} characters), past the audit line's 128"
+        )
+    return [f"{trace_id}:{n}" for n in range(1, batch_size + 1)]
+
+
+def _in_process(
+    code: str, profile: Profile, limits: Limits, trace_id: str | None, caller: str
+) -> RunOutcome | Refusal:
+    try:
+        return run_with_grant(code, profile, limits=limits, trace_id=trace_id, caller=caller)
+    except Refusal as refusal:
+        return refusal
+
+
+def _settled(future: concurrent.futures.Future[RunOutcome]) -> RunOutcome | Refusal:
+    """A pool run's outcome, or the refusal that kept it from starting.
+
+    A worker refuses only what the parent already checked, unless the grants file or
+    the environment changed after the parent read them, or the engine cannot start in
+    a worker (`WorkerDied`, reported like a refusal: that run never started).
+    """
+    try:
+        return future.result()
+    except Refusal as refusal:
+        return refusal
+    except Exception as exc:
+        return RunInputError(f"a worker could not run it: {type(exc).__name__}: {exc}")
+
+
+def _report(outcome: RunOutcome, timeout_s: float, as_json: bool, file: Path | None = None) -> None:
+    """One run's output, record or trusted lines, as a single run has always printed it
+    (a batch adds the file's name to its JSON object)."""
     result = outcome.result
     if as_json:
-        record = {
-            "stdout": result.stdout,
-            "stderr": result.stderr,
-            "stdout_truncated": result.stdout_truncated,
-            "stderr_truncated": result.stderr_truncated,
-            "exit_code": result.exit_code,
-            "timed_out": result.timed_out,
-            "duration_s": round(result.duration_s, 6),
-            "internal_error": result.internal_error or None,
-            "audit": orjson.loads(outcome.audit),
-        }
+        record: dict[str, object] = {} if file is None else {"file": str(file)}
+        record.update(
+            stdout=result.stdout,
+            stderr=result.stderr,
+            stdout_truncated=result.stdout_truncated,
+            stderr_truncated=result.stderr_truncated,
+            exit_code=result.exit_code,
+            timed_out=result.timed_out,
+            duration_s=round(result.duration_s, 6),
+            internal_error=result.internal_error or None,
+            audit=orjson.loads(outcome.audit),
+        )
         click.echo(orjson.dumps(record).decode("utf-8"))
-    else:
-        sys.stdout.write(guest_lines(result.stdout, _GUEST_OUT))
-        sys.stdout.flush()
-        sys.stderr.write(guest_lines(result.stderr, _GUEST_ERR))
-        trusted: list[str] = []
-        if result.stdout_truncated or result.stderr_truncated:
-            trusted.append(messages.MSG_OUTPUT_TRUNCATED)
-        if result.timed_out:
-            trusted.append(messages.MSG_TIMED_OUT.format(timeout_s=timeout_s))
-        if result.internal_error:
-            trusted.append(messages.MSG_INTERNAL.format(kind=result.internal_error))
-        trusted += format_table(outcome.trace).splitlines()
-        trusted.append(messages.MSG_AUDIT.format(audit=outcome.audit))
-        sys.stderr.write("".join(_trusted(line) for line in trusted))
+        return
+    sys.stdout.write(guest_lines(result.stdout, _GUEST_OUT))
+    sys.stdout.flush()
+    sys.stderr.write(guest_lines(result.stderr, _GUEST_ERR))
+    trusted: list[str] = []
+    if result.stdout_truncated or result.stderr_truncated:
+        trusted.append(messages.MSG_OUTPUT_TRUNCATED)
+    if result.timed_out:
+        trusted.append(messages.MSG_TIMED_OUT.format(timeout_s=timeout_s))
+    if result.internal_error:
+        trusted.append(messages.MSG_INTERNAL.format(kind=result.internal_error))
+    trusted += format_table(outcome.trace).splitlines()
+    trusted.append(messages.MSG_AUDIT.format(audit=outcome.audit))
+    sys.stderr.write("".join(_trusted(line) for line in trusted))
+    sys.stderr.flush()
+
+
+def _report_batch(
+    files: list[Path],
+    outcomes: Iterator[RunOutcome | Refusal],
+    timeout_s: float,
+    as_json: bool,
+) -> int:
+    """Each file's result in input order; the batch's exit code.
+
+    Text: a header `specgen: [i/n] "file"` on stdout opens each file's section (so the
+    guest's `out| ` lines stay attributed when stdout goes to a file), its `err| ` lines,
+    trace and audit follow on stderr, closed by `specgen: [i/n] "file": exit N`; a last
+    line sums the batch up. JSON: one object per line (JSON Lines), `file` first.
+    The exit code is the first non-zero exit in input order, or 0.
+    """
+    n = len(files)
+    status = 0
+    failed: list[str] = []
+    for i, (path, outcome) in enumerate(zip(files, outcomes, strict=True), start=1):
+        name = f"[{i}/{n}] {_q(str(path))}"
+        if isinstance(outcome, Refusal):
+            code = outcome.exit_code
+            if as_json:
+                refused = {"file": str(path), "exit_code": code, "refused": outcome.line}
+                click.echo(orjson.dumps(refused).decode("utf-8"))
+            else:
+                _header(name)
+                sys.stderr.write(_trusted(f"{name}: not run: {outcome.line}"))
+                sys.stderr.flush()
+        else:
+            code = outcome.result.exit_code
+            if not as_json:
+                _header(name)
+            _report(outcome, timeout_s, as_json, file=path)
+            if not as_json:
+                sys.stderr.write(_trusted(f"{name}: exit {code}"))
+                sys.stderr.flush()
+        if code != 0:
+            failed.append(f"{name} exit {code}")
+            status = status or code
+    if not as_json:
+        summary = (
+            f"{n} runs, all exit 0"
+            if not failed
+            else f"{n} runs, {len(failed)} non-zero; exit {status} from the first: {failed[0]}"
+        )
+        sys.stderr.write(_trusted(summary))
         sys.stderr.flush()
-    sys.exit(result.exit_code)
+    return status
+
+
+def _header(name: str) -> None:
+    sys.stdout.write(_trusted(name))
+    sys.stdout.flush()
 
 
 def _select(grants: Grants, name: str, caller: str) -> Profile:

@@ -16,7 +16,12 @@ profile of that name, applies only the two overrides a Profile offers (`with_bas
 the file, so the file stays the authority over what a run may call and with which key.
 
 A switch for a caller that runs many runs on threads (the MCP server's `execute`):
-`run_profile(code, profile, caller=...)` becomes `pool.run(code, profile, caller=...)`.
+`run_profile(code, profile, caller=...)` becomes `pool.run(code, profile, caller=...)`,
+with the same contract: a `RunOutcome` for every run that started, a `Refusal` for
+input refused before it. A run whose worker died under it (killed, out of memory, a
+crash in the engine) still ends with an outcome and an audit record, written by the
+parent: exit `EXIT_INTERNAL`, `internal_error` "WorkerDied", and `"worker_died": true`
+on the audit line, because the calls it made went down with the worker's broker.
 """
 
 from __future__ import annotations
@@ -29,13 +34,17 @@ import os
 import pickle
 import queue
 import threading
+import time
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from runtime.broker import Grants, Profile, load
+import orjson
+
+from runtime.broker import Grants, Profile, TraceSnapshot, audit_line, load
 from runtime.errors import GrantsError
 from runtime.messages import MSG_NOT_AVAILABLE
+from runtime.sandbox import EXIT_INTERNAL, RunResult
 from runtime.session import RunOutcome, run_profile, run_with_grant
 
 _WORKER_GRANTS: Grants | None = None
@@ -114,7 +123,32 @@ def _picklable(exc: BaseException) -> BaseException:
 
 
 class WorkerDied(RuntimeError):
-    """The worker running this job ended before answering (the pool starts a new one)."""
+    """A pool worker ended while starting, so the runs queued for it could not start."""
+
+
+def _lost(job: tuple[str, Profile | str, str, dict[str, Any]], duration_s: float) -> RunOutcome:
+    """The outcome of a run whose worker died before answering.
+
+    The worker's broker held the run's trace and went down with it, so the parent knows
+    nothing of the calls it made (some may have reached the API): the audit line says so
+    with `"worker_died": true` rather than passing for a run that made no call.
+    """
+    _, sent, _, options = job
+    name = sent.name if isinstance(sent, Profile) else sent
+    snapshot = TraceSnapshot(rows=(), denied=0, dropped=0)
+    record = orjson.loads(audit_line(name, snapshot, options.get("trace_id")))
+    record["worker_died"] = True
+    result = RunResult(
+        stdout="",
+        stderr="",
+        stdout_truncated=False,
+        stderr_truncated=False,
+        exit_code=EXIT_INTERNAL,
+        timed_out=False,
+        duration_s=duration_s,
+        internal_error=WorkerDied.__name__,
+    )
+    return RunOutcome(result=result, trace=snapshot, audit=orjson.dumps(record).decode("utf-8"))
 
 
 def _context() -> multiprocessing.context.BaseContext:
@@ -159,13 +193,14 @@ class RunPool:
     wait on their pipes with the GIL released, so the parent adds tens of microseconds
     to a run (a ProcessPoolExecutor's feeder thread cost more than a run and kept two
     workers at the speed of one). `submit` returns a Future; `run` waits for it. A
-    worker that dies fails its run with `WorkerDied` and is replaced.
+    worker that dies during a run ends that run with exit 70 and an audit line marked
+    `worker_died` (see the module's docstring) and is replaced.
     """
 
     def __init__(self, grants_path: str | os.PathLike[str], *, workers: int | None = None) -> None:
         self.grants_path = str(Path(grants_path))
         load(self.grants_path)  # a bad file is refused here, in one line, not in a worker
-        self.workers = max(1, workers or os.cpu_count() or 1)
+        self.workers = max(1, workers or self.default_workers())
         self._jobs: queue.SimpleQueue[tuple[concurrent.futures.Future, tuple] | None] = (
             queue.SimpleQueue()
         )
@@ -178,6 +213,14 @@ class RunPool:
         for t in self._threads:
             t.start()
 
+    @staticmethod
+    def default_workers() -> int:
+        """One worker per core this process may run on: `--workers` when omitted."""
+        try:
+            return len(os.sched_getaffinity(0)) or 1
+        except (AttributeError, OSError):  # no affinity outside Linux
+            return os.cpu_count() or 1
+
     def _spawn(self) -> tuple[multiprocessing.process.BaseProcess, Connection]:
         ctx = _context()
         parent, child = ctx.Pipe()
@@ -186,12 +229,17 @@ class RunPool:
         child.close()
         return proc, parent
 
-    def _serve(self, index: int) -> None:
+    def _start(self) -> tuple[multiprocessing.process.BaseProcess, Connection, str, object]:
+        """A new worker and its first word: ("ready", pid), or ("err", why it could not start)."""
         proc, conn = self._spawn()
         try:
             kind, value = conn.recv()
         except (EOFError, OSError):
             kind, value = "err", WorkerDied("a pool worker ended while starting")
+        return proc, conn, kind, value
+
+    def _serve(self, index: int) -> None:
+        proc, conn, kind, value = self._start()
         self._ready[index].set()
         while True:
             item = self._jobs.get()
@@ -203,15 +251,15 @@ class RunPool:
             if kind == "err":  # the worker could not start: every job hears why
                 future.set_exception(value)  # type: ignore[arg-type]
                 continue
+            started = time.monotonic()
             try:
                 conn.send(job)
                 answer, result = conn.recv()
             except (EOFError, OSError):
-                future.set_exception(WorkerDied("a pool worker ended during the run"))
+                future.set_result(_lost(job, time.monotonic() - started))
                 conn.close()
                 proc.join(timeout=1)
-                proc, conn = self._spawn()
-                kind, value = conn.recv()
+                proc, conn, kind, value = self._start()
                 continue
             if answer == "ok":
                 future.set_result(result)

@@ -8,13 +8,14 @@ variable, the document, the address) is refused before the server starts, as one
 from __future__ import annotations
 
 import ipaddress
-import os
 import sys
 from pathlib import Path
 from typing import NoReturn
 
 import click
 
+from runtime import RunPool
+from runtime.cli import workers_option
 from specgen.errors import SpecError
 
 
@@ -90,12 +91,9 @@ def _address(text: str) -> tuple[str, int]:
     show_default=True,
     help="Guest memory limit of one run in MiB (at most 4096).",
 )
-@click.option(
-    "--workers",
-    type=click.IntRange(min=0, max=64),
-    default=None,
-    help="Worker processes for the runs (default: one per core); 0 runs them on threads "
-    "of the server's own process.",
+@workers_option(
+    "Worker processes for the runs (default: one per core); 0 runs them on threads "
+    "of the server's own process."
 )
 def mcp(
     grants_file: Path,
@@ -127,7 +125,7 @@ def mcp(
             base_url=base_url,
             timeout_s=timeout_s,
             memory_mb=memory_mb,
-            workers=(os.cpu_count() or 1) if workers is None else workers,
+            workers=RunPool.default_workers() if workers is None else workers,
         )
         prepared = prepare(spec, grant, server_url)
     except (GrantError, SpecError) as exc:
