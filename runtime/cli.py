@@ -62,6 +62,11 @@ _GUEST_OUT, _GUEST_ERR, _TRUSTED = "out| ", "err| ", "specgen: "
 #: Characters that reorder or hide text on a terminal without being Cc.
 _BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
+#: In place of the trace table when the worker process running a batch's run died.
+_MSG_WORKER_DIED = (
+    "specgen: the worker process running it died; the calls it made (some may have reached"
+    " the API) went down with it"
+)
 #: Characters that make a CODE argument a glob pattern when no file has that name.
 _GLOB_MAGIC = frozenset("*?[")
 
@@ -338,7 +343,11 @@ def _report(outcome: RunOutcome, timeout_s: float, as_json: bool, file: Path | N
         trusted.append(messages.MSG_TIMED_OUT.format(timeout_s=timeout_s))
     if result.internal_error:
         trusted.append(messages.MSG_INTERNAL.format(kind=result.internal_error))
-    trusted += format_table(outcome.trace).splitlines()
+    if orjson.loads(outcome.audit).get("worker_died"):
+        # RunPool's record of a run whose worker died: the trace went down with it.
+        trusted.append(_MSG_WORKER_DIED)
+    else:
+        trusted += format_table(outcome.trace).splitlines()
     trusted.append(messages.MSG_AUDIT.format(audit=outcome.audit))
     sys.stderr.write("".join(_trusted(line) for line in trusted))
     sys.stderr.flush()

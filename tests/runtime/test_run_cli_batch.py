@@ -295,8 +295,9 @@ def test_the_key_never_crosses_the_pipe_to_the_workers(
     assert [s.headers["authorization"] for s in api.requests] == [f"Bearer {KEY}"] * 3
 
 
+@pytest.mark.parametrize("as_json", [True, False])
 def test_a_run_whose_worker_is_killed_still_ends_with_its_audit_record(
-    tmp_path: Path, api: FakeAPI
+    tmp_path: Path, api: FakeAPI, as_json: bool
 ) -> None:
     """The worker is killed (SIGKILL) after the run's call reached the API: that run
     ends with exit 70 and an audit line that says its calls went down with the worker;
@@ -317,30 +318,13 @@ def test_a_run_whose_worker_is_killed_still_ends_with_its_audit_record(
 
     killer = threading.Thread(target=kill_when_called)
     killer.start()
-    result = invoke(
-        tmp_path,
-        paths,
-        "--base-url",
-        api.url,
-        "--workers",
-        "1",
-        "--timeout",
-        "20",
-        "--json",
-        "--trace-id",
-        "k",
-    )
+    args = ["--base-url", api.url, "--workers", "1", "--timeout", "20", "--trace-id", "k"]
+    result = invoke(tmp_path, paths, *args, *(["--json"] if as_json else []))
     killer.join()
     assert killed, "no worker process was found to kill"
-    doomed, after = records(result)
     assert result.exit_code == 70
-    assert (doomed["exit_code"], doomed["internal_error"], doomed["timed_out"]) == (
-        70,
-        "WorkerDied",
-        False,
-    )
-    assert doomed["duration_s"] < 20  # ended by the kill, not by the timeout
-    assert doomed["audit"] == {
+    assert [s.path for s in api.requests] == ["/v1/items/doomed", "/v1/items/after"]
+    lost = {
         "profile": "agent-memory",
         "trace_id": "k:1",
         "calls": [],
@@ -349,6 +333,26 @@ def test_a_run_whose_worker_is_killed_still_ends_with_its_audit_record(
         "routes": [],
         "worker_died": True,
     }
+    if not as_json:
+        assert result.stdout.splitlines()[-1] == 'out| after {"ok":true}'
+        err = result.stderr.splitlines()
+        first = err[: err.index(f'specgen: [1/2] "{paths[0]}": exit 70') + 1]
+        assert first == [
+            "specgen: the run was ended by an internal error (WorkerDied), exit 70;"
+            " its trace and audit follow",
+            "specgen: the worker process running it died; the calls it made (some may have"
+            " reached the API) went down with it",
+            "specgen: audit: " + json.dumps(lost, separators=(",", ":")),
+            f'specgen: [1/2] "{paths[0]}": exit 70',
+        ]
+        return
+    doomed, after = records(result)
+    assert (doomed["exit_code"], doomed["internal_error"], doomed["timed_out"]) == (
+        70,
+        "WorkerDied",
+        False,
+    )
+    assert doomed["duration_s"] < 20  # ended by the kill, not by the timeout
+    assert doomed["audit"] == lost
     assert (after["exit_code"], after["stdout"]) == (0, 'after {"ok":true}\n')
     assert after["audit"]["trace_id"] == "k:2" and "worker_died" not in after["audit"]
-    assert [s.path for s in api.requests] == ["/v1/items/doomed", "/v1/items/after"]
