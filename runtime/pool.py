@@ -33,6 +33,7 @@ import multiprocessing
 import os
 import pickle
 import queue
+import sys
 import threading
 import time
 from multiprocessing.connection import Connection
@@ -104,14 +105,29 @@ def _worker_main(conn: Connection, grants_path: str) -> None:
         try:
             job = conn.recv()
         except (EOFError, OSError):
-            return
+            break
         if job is None:
-            return
+            break
         try:
             reply: tuple[str, object] = ("ok", _run_job(*job))
         except BaseException as exc:  # handed back to the caller's Future
             reply = ("err", _picklable(exc))
         conn.send(reply)
+    _exit_now(conn)
+
+
+def _exit_now(conn: Connection) -> None:
+    """End the worker without the interpreter's teardown.
+
+    Every run has answered and a worker writes no file, so there is nothing left to do;
+    finalising the engine, the images and every module took ~0.7 s per worker, which a
+    batch `specgen run` waited for after its last result.
+    """
+    conn.close()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(0)
 
 
 def _picklable(exc: BaseException) -> BaseException:
@@ -229,9 +245,19 @@ class RunPool:
         child.close()
         return proc, parent
 
-    def _start(self) -> tuple[multiprocessing.process.BaseProcess, Connection, str, object]:
-        """A new worker and its first word: ("ready", pid), or ("err", why it could not start)."""
-        proc, conn = self._spawn()
+    def _start(
+        self,
+    ) -> tuple[multiprocessing.process.BaseProcess | None, Connection | None, str, object]:
+        """A new worker and its first word: ("ready", pid), or ("err", why it could not start).
+
+        Never raises: an exception here would end the dispatching thread and leave every
+        run queued behind it waiting for ever.
+        """
+        try:
+            proc, conn = self._spawn()
+        except Exception as exc:  # no process to start (limits, a main module without
+            # the `if __name__ == "__main__"` guard that spawn needs)
+            return None, None, "err", WorkerDied(f"a pool worker could not start: {exc}")
         try:
             kind, value = conn.recv()
         except (EOFError, OSError):
@@ -248,7 +274,7 @@ class RunPool:
             future, job = item
             if not future.set_running_or_notify_cancel():
                 continue
-            if kind == "err":  # the worker could not start: every job hears why
+            if kind == "err" or proc is None or conn is None:  # every job hears why
                 future.set_exception(value)  # type: ignore[arg-type]
                 continue
             started = time.monotonic()
@@ -265,6 +291,8 @@ class RunPool:
                 future.set_result(result)
             else:
                 future.set_exception(result)  # type: ignore[arg-type]
+        if proc is None or conn is None:
+            return
         with contextlib.suppress(OSError):
             conn.send(None)
         proc.join(timeout=5)
