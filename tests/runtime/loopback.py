@@ -7,10 +7,12 @@ respx intercepts inside httpx, so this server is the independent witness.
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 from runtime import Profile, Secret
 from specgen.routes import parse_route_line
@@ -35,6 +37,20 @@ def json_ok(handler: BaseHTTPRequestHandler, seen: Seen) -> None:
     handler.send_header("Set-Cookie", "session=upstream-secret")
     handler.end_headers()
     handler.wfile.write(body)
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client that vanishes mid-connection (a killed worker, a broker that gave up) is
+    normal here. socketserver prints such an error's traceback to sys.stderr, which a test
+    that captures a CLI's stderr in-process then reads as the CLI's own lines (seen: a
+    line of 40 dashes in a batch run's stderr under load). Kept in `errors` instead."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.errors: list[BaseException | None] = []
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        self.errors.append(sys.exc_info()[1])
 
 
 @dataclass
@@ -66,7 +82,7 @@ class FakeAPI:
 
             do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _any
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _QuietServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         # A stalled responder must not hold up close(): do not join handler threads.
         self._server.block_on_close = False

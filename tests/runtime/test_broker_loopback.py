@@ -6,6 +6,8 @@ did not follow the redirect" are checked where the requests would have landed.
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from runtime import Broker, HostRequest, Profile
@@ -146,3 +148,23 @@ def test_proxy_environment_is_ignored(api: FakeAPI, monkeypatch: pytest.MonkeyPa
         assert trap.requests == [] and len(api.requests) == 1
     finally:
         trap.close()
+
+
+def test_a_client_that_resets_mid_request_prints_nothing(
+    api: FakeAPI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The loopback API keeps a vanished client's error to itself: socketserver would print
+    it to sys.stderr, where a test reading a CLI's captured stderr took it for the CLI's."""
+    import socket
+    import struct
+
+    host, port = api.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port))) as sock:
+        sock.sendall(b"GET /v1/x HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n12")
+        # linger 0: close() sends RST, so the server's read fails with ConnectionResetError
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    deadline = time.monotonic() + 10
+    while not api._server.errors and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert api._server.errors, "the reset never reached the server"
+    assert capsys.readouterr().err == ""
