@@ -421,12 +421,16 @@ def _run(
         except Exception as exc:  # a host fault: end the run, keep what it wrote
             exit_code, internal = EXIT_INTERNAL, type(exc).__name__
         finally:
+            # The Store is dropped (and unregistered) whatever the steps before it do, and
+            # inside the slot's block: a slot must not count as free while it is in use.
             try:
-                bridge.close()
-                if vm is not None:
-                    if memory_probe is not None:
+                try:
+                    bridge.close()
+                    if vm is not None and memory_probe is not None:
                         memory_probe(state.snapshot(vm.context))
-                    vm.close()
+                finally:
+                    if vm is not None:
+                        vm.close()
             except Exception as exc:
                 exit_code, internal = EXIT_INTERNAL, internal or type(exc).__name__
             bridge.vm = None

@@ -73,6 +73,13 @@ def _pool_exhausted() -> Iterator[engine.QjsEngine]:
             eng._slots.release()  # type: ignore[union-attr]
 
 
+def _initial_table_size(eng: engine.QjsEngine) -> int:
+    for exp in eng.module.exports:
+        if exp.name == engine.wasm_patch.TABLE_EXPORT:
+            return exp.type.limits.min
+    raise AssertionError("the module exports no table")
+
+
 def _engines() -> list[engine.QjsEngine]:
     eng = engine.get_engine()
     return [eng, eng._overflow_engine()] if eng.pooled else [eng]
@@ -93,13 +100,15 @@ def test_a_reused_slot_is_clean_far_above_the_pages_kept_resident(monkeypatch):
 
     monkeypatch.setattr(wasi.WasiState, "attach_memory", spy)
     marker, upstream = b"Rv1-guest-left-this-", b"Rv1-upstream-sent-this-"
+    small = b"Rv1-small-string-in-the-low-heap-"
 
     def handler(request: HostRequest) -> HostReply:
         return HostReply(200, upstream * (1 << 15))
 
     first: list[bytes] = []
     code = (
-        f"globalThis.k = {marker.decode()!r}.repeat(1 << 20);"
+        f"globalThis.s = Array.from({{length: 3000}}, (_, i) => {small.decode()!r} + i);"
+        f" globalThis.k = {marker.decode()!r}.repeat(1 << 20);"
         " globalThis.r = __coderunner_host_call(JSON.stringify({method: 'GET', path: '/a'}));"
         " print(k.length, r.body.length);"
     )
@@ -108,7 +117,9 @@ def test_a_reused_slot_is_clean_far_above_the_pages_kept_resident(monkeypatch):
     # The search works: both markers are in run 1's memory, far above the resident part.
     assert first[0].rfind(marker) > engine.POOL_KEEP_RESIDENT_BYTES
     assert upstream in first[0]
+    assert -1 < first[0].find(small) < engine.POOL_KEEP_RESIDENT_BYTES  # resident pages too
     run_base, run_pages = bases[-1], len(first[0]) // PAGE
+    table_size = _initial_table_size(eng)
     with contextlib.ExitStack() as held:
         for _ in range(engine.POOL_SLOTS):
             vm = held.enter_context(_vm(eng, memory_bytes=len(first[0])))
@@ -121,7 +132,10 @@ def test_a_reused_slot_is_clean_far_above_the_pages_kept_resident(monkeypatch):
         assert _grow(vm, run_pages - have)
         later = vm.state.snapshot(vm.context)
         assert len(later) == len(first[0])
-        assert marker not in later and upstream not in later
+        assert marker not in later and upstream not in later and small not in later
+        # Run 1 grew the function table by its host functions; the slot's table is the
+        # module's own again (nothing of run 1's Store is callable from it).
+        assert ffi.wasmtime_table_size(vm.context, ctypes.byref(vm.table)) == table_size
 
 
 def test_a_short_reply_left_in_the_scratch_buffer_is_gone_in_the_next_run():
@@ -427,3 +441,43 @@ def test_a_trap_does_not_leave_the_trap_slot_set_for_the_next_call():
             assert vm.call("malloc", 16) != 0
         finally:
             vm.close()
+
+
+def test_a_failing_end_of_run_step_still_drops_the_store_before_its_slot_is_freed():
+    # The end-of-run steps (the memory probe, closing the bridge) may fail; the Store must
+    # still be dropped and unregistered inside the slot's block. Otherwise the slot counts
+    # as free while wasmtime still holds it (a concurrent run then fails to instantiate
+    # instead of taking the twin) and the run's state stays in the registry for good.
+    eng = engine.get_engine()
+    released_with_store_alive: list[bool] = []
+    live: list[qjs_vm.Vm] = []
+    init = qjs_vm.Vm.__init__
+
+    def tracking_init(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        live.append(self)
+
+    class Slots:
+        def __init__(self, real):
+            self.real = real
+
+        def acquire(self, blocking=True):
+            return self.real.acquire(blocking=blocking)
+
+        def release(self):
+            released_with_store_alive.append(any(v.store is not None for v in live))
+            self.real.release()
+
+    def broken_probe(memory: bytes) -> None:
+        raise RuntimeError("planted probe fault")
+
+    before = set(wasi._RUNS)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(qjs_vm.Vm, "__init__", tracking_init)
+        if eng._slots is not None:
+            mp.setattr(eng, "_slots", Slots(eng._slots))
+        r = run_sandbox("print(1)", memory_probe=broken_probe)
+    assert (r.exit_code, r.internal_error) == (70, "RuntimeError")
+    assert set(wasi._RUNS) == before
+    assert live and all(v.store is None for v in live)
+    assert not any(released_with_store_alive)
