@@ -304,6 +304,12 @@ _HOSTILE_ENDINGS = [
         EXIT_TIMEOUT,
     ),
     ("function f() { return f() + 1; } f();", None, Limits(timeout_s=5), None),
+    (  # the deadline passes inside a call the host makes while serving a host call
+        "__coderunner_host_call({toString() { for (;;) {} }})",
+        _echo,
+        Limits(timeout_s=0.2),
+        EXIT_TIMEOUT,
+    ),
 ]
 
 
@@ -481,3 +487,55 @@ def test_a_failing_end_of_run_step_still_drops_the_store_before_its_slot_is_free
     assert set(wasi._RUNS) == before
     assert live and all(v.store is None for v in live)
     assert not any(released_with_store_alive)
+
+
+_LIMITED_AS = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (16 << 30, 16 << 30))
+from runtime import run_with_grant
+from runtime.sandbox import engine
+from tests.runtime.loopback import FakeAPI, profile
+api = FakeAPI()
+try:
+    out = run_with_grant('print((await host.get("/x")).ok)', profile(api.url, "k" * 20, ("GET /x",)))
+finally:
+    api.close()
+print(engine.get_engine().pooled, out.result.exit_code, out.result.stdout.strip(), len(api.requests))
+print(out.audit)
+"""
+
+
+def test_a_process_with_a_limited_address_space_runs_on_demand_with_its_audit():
+    # wasmtime panics (aborting the whole process, no audit) when it cannot map the pool;
+    # under a finite RLIMIT_AS the engine must not even try, and runs must still work.
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", _LIMITED_AS], cwd=root, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    first, audit = done.stdout.splitlines()[-2:]
+    assert first == "False 0 true 1"
+    assert [c["route"] for c in orjson.loads(audit)["calls"]] == ["/x"]
+
+
+def test_host_calls_made_from_a_then_getter_while_a_reply_settles_keep_their_own_replies():
+    # Resolving a promise with the reply object reads its `then`: guest code running
+    # inside settle (which has its argument in a scratch word) makes more host calls,
+    # which reuse the reply and string scratch buffers. Every reply must stay its own.
+    code = """
+const env = (p) => JSON.stringify({method: 'GET', path: p});
+const seen = [];
+Object.defineProperty(Object.prototype, 'then', {configurable: true, get() {
+  if (seen.length < 3) seen.push(__coderunner_host_call(env('/in/' + seen.length)).body);
+  return undefined;
+}});
+const r = await __coderunner_host_start(env('/outer/' + 'o'.repeat(5000)));
+delete Object.prototype.then;
+print(r.status, r.body.length, seen.every((b, i) => b === '/in/' + i), seen.length > 0);
+"""
+    r = run_sandbox(code, handler=_echo)
+    assert (r.exit_code, r.stdout) == (0, f"200 {len('/outer/') + 5000} true true\n"), r.stderr
