@@ -152,15 +152,32 @@ def _config(*, pooled: bool) -> wasmtime.Config:
     return cfg
 
 
+#: Address space the pool must find free, with room to spare: wasmtime maps about
+#: 258 GiB for POOL_SLOTS memories of 4 GiB plus their guards and the tables.
+POOL_ADDRESS_SPACE_BYTES = POOL_SLOTS * (POOL_MAX_MEMORY_BYTES + (2 << 30))
+
+
 def pooling_possible() -> bool:
     """Can this process reserve the pool's address space? wasmtime aborts the process
-    (not an exception) when it cannot, so a limited RLIMIT_AS (`ulimit -v`) means none."""
+    (a panic, not an exception: no run ends, no audit is written) when it cannot. So a
+    limited RLIMIT_AS (`ulimit -v`) means no pool, and so does an address space too full
+    to hold it, which an inaccessible, unbacked mapping of that size probes for."""
     try:
+        import mmap
         import resource
     except ImportError:  # not a POSIX host
         return False
     soft, _hard = resource.getrlimit(resource.RLIMIT_AS)
-    return soft == resource.RLIM_INFINITY
+    if soft != resource.RLIM_INFINITY:
+        return False
+    try:
+        probe = mmap.mmap(
+            -1, POOL_ADDRESS_SPACE_BYTES, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, prot=0
+        )
+    except (OSError, OverflowError, ValueError):
+        return False
+    probe.close()
+    return True
 
 
 def make_engine(*, pooled: bool = True) -> wasmtime.Engine:

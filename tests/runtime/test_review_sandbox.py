@@ -539,3 +539,46 @@ print(r.status, r.body.length, seen.every((b, i) => b === '/in/' + i), seen.leng
 """
     r = run_sandbox(code, handler=_echo)
     assert (r.exit_code, r.stdout) == (0, f"200 {len('/outer/') + 5000} true true\n"), r.stderr
+
+
+_FULL_ADDRESS_SPACE = """
+import mmap
+held, size = [], 1 << 46
+while size >= 64 << 30:  # take the address space until less than ~128 GiB is left
+    try:
+        held.append(mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, prot=0))
+    except OSError:
+        size >>= 1
+from runtime import run_with_grant
+from runtime.sandbox import engine
+from tests.runtime.loopback import FakeAPI, profile
+api = FakeAPI()
+try:
+    out = run_with_grant('print((await host.get("/x")).ok)', profile(api.url, "k" * 20, ("GET /x",)))
+finally:
+    api.close()
+print(engine.get_engine().pooled, out.result.exit_code, out.result.stdout.strip(), len(api.requests))
+print(out.audit)
+"""
+
+
+def test_an_address_space_too_full_for_the_pool_runs_on_demand_with_its_audit():
+    # No RLIMIT_AS, but too little address space left for the pool (~258 GiB): wasmtime
+    # would panic and abort the process on the first run, before its audit. Runs must
+    # fall back to on-demand instances, which need only ~4 GiB each.
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", _FULL_ADDRESS_SPACE],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-800:]
+    first, audit = done.stdout.splitlines()[-2:]
+    assert first == "False 0 true 1"
+    assert [c["route"] for c in orjson.loads(audit)["calls"]] == ["/x"]
