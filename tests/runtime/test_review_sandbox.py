@@ -582,3 +582,25 @@ def test_an_address_space_too_full_for_the_pool_runs_on_demand_with_its_audit():
     first, audit = done.stdout.splitlines()[-2:]
     assert first == "False 0 true 1"
     assert [c["route"] for c in orjson.loads(audit)["calls"]] == ["/x"]
+
+
+@pytest.mark.parametrize("where", ["pool", "twin"])
+def test_the_call_budget_holds_on_either_allocator(where):
+    calls: list[str] = []
+
+    def handler(request: HostRequest) -> HostReply:
+        calls.append(request.path)
+        return HostReply(200, b"ok")
+
+    code = (
+        "const s = [];"
+        " for (let i = 0; i < 5; i++)"
+        " s.push(__coderunner_host_call(JSON.stringify({method: 'GET', path: '/b/' + i})).status);"
+        " for (let i = 5; i < 7; i++)"
+        " s.push((await __coderunner_host_start(JSON.stringify({method: 'GET', path: '/b/' + i}))).status);"
+        " print(s.join(' '));"
+    )
+    with _pool_exhausted() if where == "twin" else contextlib.nullcontext():
+        r = run_sandbox(code, handler=handler, limits=Limits(max_host_calls=3))
+    assert (r.exit_code, r.stdout) == (0, "200 200 200 429 429 429 429\n"), r.stderr
+    assert calls == ["/b/0", "/b/1", "/b/2"]
