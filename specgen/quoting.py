@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 # Characters a reader cannot see, yet that change what a model or a terminal is told:
 # Unicode format characters (Cf: bidi overrides and isolates, zero-width characters,
@@ -57,7 +58,21 @@ def visible(text: str) -> str:
     """
     if text.isascii() and text.isprintable():
         return text
-    return "".join(_escape(ch) if is_invisible(ch) else ch for ch in text)
+    return _MAYBE_INVISIBLE.sub(_visible_match, text)
+
+
+#: Every character `visible` might change: ASCII controls and DEL, and anything
+#: non-ASCII (whether that one is invisible is `is_invisible`'s call, memoised).
+_MAYBE_INVISIBLE = re.compile("[\x00-\x1f\x7f]|[^\x00-\x7f]")
+
+
+@lru_cache(maxsize=4096)
+def _visible_char(ch: str) -> str:
+    return _escape(ch) if is_invisible(ch) else ch
+
+
+def _visible_match(match: re.Match[str]) -> str:
+    return _visible_char(match.group())
 
 
 # Go's json.Marshal escapes `<`, `>`, `&`, U+2028 and U+2029 so that JSON stays safe inside
@@ -70,24 +85,34 @@ _JSON_ESCAPES.update({ch: f"\\u{ord(ch):04x}" for ch in "<>&\u2028\u2029"})
 
 def js_string(value: str) -> str:
     """A JSON string literal that is also safe inside JS and HTML source."""
-    out = ['"']
-    for ch in value:
-        esc = _JSON_ESCAPES.get(ch)
-        if esc is not None:
-            out.append(esc)
-        elif ch < " " or is_invisible(ch):
-            # \\u escapes keep the string's value; a bidi override or zero-width
-            # character must not make the source read differently from what it does
-            code = ord(ch)
-            if code < 0x10000:
-                out.append(f"\\u{code:04x}")
-            else:
-                code -= 0x10000
-                out.append(f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
+    # One C-level regex pass: only the characters that may need an escape reach Python
+    # (GitHub's document sends about 10,000 strings through here per build).
+    return '"' + _JS_MAYBE.sub(_js_match, value) + '"'
+
+
+#: Every character `js_string` might escape: its table, ASCII controls and DEL, and
+#: anything non-ASCII (invisible ones are escaped); the rest is copied as it is.
+_JS_MAYBE = re.compile('["\\\\<>&\x00-\x1f\x7f]|[^\x00-\x7f]')
+
+
+@lru_cache(maxsize=4096)
+def _js_char(ch: str) -> str:
+    esc = _JSON_ESCAPES.get(ch)
+    if esc is not None:
+        return esc
+    if ch < " " or is_invisible(ch):
+        # \\u escapes keep the string's value; a bidi override or zero-width
+        # character must not make the source read differently from what it does
+        code = ord(ch)
+        if code < 0x10000:
+            return f"\\u{code:04x}"
+        code -= 0x10000
+        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+    return ch
+
+
+def _js_match(match: re.Match[str]) -> str:
+    return _js_char(match.group())
 
 
 _GO_ESCAPES = {
@@ -109,20 +134,29 @@ def go_quote(value: str) -> str:
     Printable characters stay as they are (non-ASCII included); everything else is
     escaped, so a hostile title can never end the comment line it is written into.
     """
-    out = ['"']
-    for ch in value:
-        if ch in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[ch])
-        elif ch.isprintable() and not is_invisible(ch):
-            out.append(ch)
-        elif ord(ch) < 0x80:
-            out.append(f"\\x{ord(ch):02x}")
-        elif ord(ch) < 0x10000:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(f"\\U{ord(ch):08x}")
-    out.append('"')
-    return "".join(out)
+    return '"' + _GO_MAYBE.sub(_go_match, value) + '"'
+
+
+#: Every character `go_quote` might escape: its table, ASCII controls and DEL, and
+#: anything non-ASCII; printable ASCII is copied as it is.
+_GO_MAYBE = re.compile('["\\\\\x00-\x1f\x7f]|[^\x00-\x7f]')
+
+
+@lru_cache(maxsize=4096)
+def _go_char(ch: str) -> str:
+    if ch in _GO_ESCAPES:
+        return _GO_ESCAPES[ch]
+    if ch.isprintable() and not is_invisible(ch):
+        return ch
+    if ord(ch) < 0x80:
+        return f"\\x{ord(ch):02x}"
+    if ord(ch) < 0x10000:
+        return f"\\u{ord(ch):04x}"
+    return f"\\U{ord(ch):08x}"
+
+
+def _go_match(match: re.Match[str]) -> str:
+    return _go_char(match.group())
 
 
 #: Unicode category Cc: C0 controls, DEL and C1 controls.

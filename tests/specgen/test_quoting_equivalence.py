@@ -1,0 +1,94 @@
+"""The regex-driven quoting functions write exactly what the per-character loops wrote.
+
+`js_string`, `go_quote` and `visible` used to walk every character in Python; they now
+let one regex pass pick out the characters that may need an escape. The old loops are
+kept here, verbatim, as the oracle: every code point on its own, and arbitrary strings,
+must quote to the same bytes (the goldens prove it only for the characters they hold).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from specgen.quoting import (
+    _GO_ESCAPES,
+    _JSON_ESCAPES,
+    _escape,
+    go_quote,
+    is_invisible,
+    js_string,
+    visible,
+)
+
+
+def old_visible(text: str) -> str:
+    if text.isascii() and text.isprintable():
+        return text
+    return "".join(_escape(ch) if is_invisible(ch) else ch for ch in text)
+
+
+def old_js_string(value: str) -> str:
+    out = ['"']
+    for ch in value:
+        esc = _JSON_ESCAPES.get(ch)
+        if esc is not None:
+            out.append(esc)
+        elif ch < " " or is_invisible(ch):
+            code = ord(ch)
+            if code < 0x10000:
+                out.append(f"\\u{code:04x}")
+            else:
+                code -= 0x10000
+                out.append(f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def old_go_quote(value: str) -> str:
+    out = ['"']
+    for ch in value:
+        if ch in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[ch])
+        elif ch.isprintable() and not is_invisible(ch):
+            out.append(ch)
+        elif ord(ch) < 0x80:
+            out.append(f"\\x{ord(ch):02x}")
+        elif ord(ch) < 0x10000:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(f"\\U{ord(ch):08x}")
+    out.append('"')
+    return "".join(out)
+
+
+def test_every_code_point_quotes_as_before() -> None:
+    differ = []
+    for start in range(0, sys.maxunicode + 1, 256):  # 256 code points to a string
+        text = "".join(f"a{chr(code)}" for code in range(start, start + 256))
+        if (
+            js_string(text) != old_js_string(text)
+            or go_quote(text) != old_go_quote(text)
+            or visible(text) != old_visible(text)
+        ):
+            differ.append(hex(start))
+    assert differ == []
+
+
+@settings(max_examples=500)
+@given(st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=60))
+def test_any_string_quotes_as_before(text: str) -> None:
+    assert js_string(text) == old_js_string(text)
+    assert go_quote(text) == old_go_quote(text)
+    assert visible(text) == old_visible(text)
+
+
+def test_the_memo_does_not_change_a_repeated_answer() -> None:
+    text = "\u202e<x>\u202e\x1b\U000e0041é"
+    first = (js_string(text), go_quote(text), visible(text))
+    assert first == (js_string(text), go_quote(text), visible(text))
+    assert first == (old_js_string(text), old_go_quote(text), old_visible(text))
