@@ -53,11 +53,11 @@ def _parse(whole: bytes, source_name: str) -> Any:
             doc = json.loads(whole)
         except (ValueError, RecursionError) as exc:
             raise SpecError(f"specgen: {source_name}: not JSON: {exc}") from None
-        check_json(source_name, whole)
+        check_json(source_name, whole, doc)
         return doc
     try:
         doc = orjson.loads(whole)
-        check_json(source_name, whole)
+        check_json(source_name, whole, doc)
         return doc
     except orjson.JSONDecodeError as exc:
         # orjson refuses integers wider than 64 bits, which JSON allows; the standard

@@ -89,7 +89,7 @@ def parse(name: str, raw: bytes) -> dict[str, Any]:
         except TypeError as texc:
             raise SpecError(f"specgen: {name}: {texc}") from None
     else:
-        check_json(name, raw)  # orjson keeps the last of two equal keys without a word
+        check_json(name, raw, doc)  # orjson keeps the last of two equal keys without a word
     if not isinstance(doc, dict):
         kind = "empty" if doc is None else type(doc).__name__
         raise SpecError(f"specgen: {name}: the top level must be an object, not {kind}")
