@@ -56,7 +56,7 @@ from urllib.parse import unquote
 
 from specgen.params import Parameter, SchemaSummary
 from specgen.quoting import go_quote
-from specgen.routes import Route, RouteError, is_control, parse_route_line
+from specgen.routes import Route, RouteError, has_control, parse_route_line
 
 #: Request headers the broker sets itself or that steer the connection or the proxy;
 #: a grant may never let the guest choose them. Lower-case.
@@ -162,7 +162,7 @@ def header_forbidden(name: str, reserved: Iterable[str] = ()) -> bool:
 
 
 def _no_control(text: str, what: str, entry: str) -> None:
-    if any(is_control(ch) for ch in text):
+    if has_control(text):
         raise AllowError(
             f"allow entry {entry}: {what} {go_quote(text)} contains a control character"
         )

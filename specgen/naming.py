@@ -7,6 +7,7 @@ inherit; otherwise a document could break or subvert the client it is generating
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 
 #: ECMAScript reserved words (plus the strict-mode and future ones) an argument may not use.
@@ -85,8 +86,8 @@ OBJECT_PROTOTYPE: frozenset[str] = frozenset(
     ]
 )
 
-_ASCII_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_$")
 _DIGITS = frozenset("0123456789")
+_NOT_IDENT = re.compile(r"[^A-Za-z0-9_$]")
 
 
 def js_ident(raw: str) -> str:
@@ -97,15 +98,8 @@ def js_ident(raw: str) -> str:
     """
     if not raw:
         return "_"
-    out: list[str] = []
-    for i, ch in enumerate(raw):
-        if ch in _ASCII_LETTERS:
-            out.append(ch)
-        elif ch in _DIGITS:
-            out.append("_" + ch if i == 0 else ch)
-        else:
-            out.append("_")
-    return "".join(out)
+    out = _NOT_IDENT.sub("_", raw)  # one `_` per code point, in one C-level pass
+    return "_" + out if raw[0] in _DIGITS else out
 
 
 def arg_names(raw_names: Iterable[str], has_body: bool, extra: Iterable[str] = ()) -> list[str]:

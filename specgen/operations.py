@@ -10,7 +10,6 @@ would make the grant mean something the operator did not write.
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -18,9 +17,9 @@ from specgen import naming
 from specgen.allow import BODY_TYPES, AllowEntry, Permit, header_forbidden
 from specgen.errors import SpecError
 from specgen.params import Parameter, ParameterLocation, Parameters, SchemaSummary, merged
-from specgen.quoting import go_quote, js_string
+from specgen.quoting import fold_line, go_quote, js_string
 from specgen.refs import Refs
-from specgen.routes import Route, is_control, pattern_error
+from specgen.routes import Route, has_control, pattern_error
 
 #: The order operations of one path are processed and emitted in.
 VERBS: tuple[str, ...] = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
@@ -172,11 +171,7 @@ class Generated:
 
 def one_line(text: str) -> str:
     """Fold whitespace and control characters so a summary can never add a line."""
-    return " ".join(
-        "".join(
-            " " if (ch.isspace() or unicodedata.category(ch) == "Cc") else ch for ch in text
-        ).split()
-    )
+    return fold_line(text)
 
 
 @dataclass
@@ -200,7 +195,7 @@ def _derive(template: str, full: bool = False) -> _Path:
     out = _Path(template)
     if not template.startswith("/"):
         raise SpecError(f"specgen: path {go_quote(template)} must start with /")
-    if any(is_control(ch) for ch in template):
+    if has_control(template):
         raise SpecError(
             f"specgen: path {go_quote(template)} contains a control character or line terminator"
         )
@@ -472,7 +467,7 @@ class _Generator:
         headers: list[Parameter] = []
         dropped: list[str] = []
         for p in params.query:
-            if not p.name or any(is_control(ch) for ch in p.name):
+            if not p.name or has_control(p.name):
                 dropped.append(f"query {go_quote(p.name)} (not a name a grant can hold)")
             else:
                 query.append(p)
@@ -720,7 +715,7 @@ def _info_text(doc: dict[str, Any], key: str) -> str:
     if not isinstance(value, str):
         raise SpecError(f"specgen: info.{key} must be a string")
     value = value.strip()
-    if any(is_control(ch) for ch in value):
+    if has_control(value):
         raise SpecError(
             f"specgen: info.{key} {go_quote(value)} contains a control character or line terminator"
         )

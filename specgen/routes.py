@@ -23,10 +23,9 @@ GRANT_METHODS: tuple[str, ...] = (*METHODS, "HEAD", "OPTIONS")
 
 # Bytes Go's url.PathEscape leaves alone in a path: the RFC 3986 unreserved set plus
 # the sub-delims and ':' '@' '/' it does not escape. Anything else would be rewritten on
-# the wire, so "approve == wire" could not hold for it.
-_WIRE_SAFE = frozenset(
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~$&+,/:;=@"
-)
+# the wire, so "approve == wire" could not hold for it. This matches any character
+# outside that set, found in one C-level pass instead of a Python step per character.
+_NOT_WIRE_SAFE = re.compile(r"[^A-Za-z0-9\-_.~$&+,/:;=@]")
 # What a `*` may stand for: one segment of RFC 3986 unreserved characters only, so a
 # wildcard can never smuggle in `:verb`, `;params` or `$batch`-style suffixes.
 _UNRESERVED_SEGMENT = re.compile(r"[A-Za-z0-9\-._~]+\Z")
@@ -54,8 +53,18 @@ def is_control(ch: str) -> bool:
     return unicodedata.category(ch) == "Cc" or ch in "\u2028\u2029"
 
 
+#: Unicode category Cc is exactly C0, DEL and C1 (a stability guarantee of the standard).
+_CC = re.compile("[\x00-\x1f\x7f-\x9f]")
+_CC_OR_TERMINATOR = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def has_control(s: str) -> bool:
+    """Whether any character of `s` `is_control`, in one regex pass."""
+    return _CC_OR_TERMINATOR.search(s) is not None
+
+
 def _has_control(s: str) -> bool:
-    return any(unicodedata.category(ch) == "Cc" for ch in s)
+    return _CC.search(s) is not None
 
 
 def _is_clean(path: str, trailing_slash: bool = True) -> bool:
@@ -96,7 +105,7 @@ def pattern_error(path: str, *, trailing_slash: bool = True, partial: bool = Fal
         return ERR_ENCODED
     if not _is_clean(path, trailing_slash) or _bad_segment(path):
         return ERR_SEGMENTS
-    if any(ch not in _WIRE_SAFE for ch in path.replace("*", "x")):
+    if _NOT_WIRE_SAFE.search(path.replace("*", "x")):
         return ERR_WIRE
     for seg in path.split("/"):
         if "*" in seg and seg != "*" and not (partial and partial_segment(seg) is not None):
@@ -234,7 +243,7 @@ def target_allowed(target: str) -> bool:
         return False
     if not _is_clean(target) or _bad_segment(target):
         return False
-    return all(ch in _WIRE_SAFE for ch in target)
+    return _NOT_WIRE_SAFE.search(target) is None
 
 
 def first_match(allow: list[Route] | tuple[Route, ...], method: str, target: str) -> Route | None:

@@ -1,18 +1,22 @@
-"""The regex-driven quoting functions write exactly what the per-character loops wrote.
+"""The regex-driven text functions answer exactly what the per-character loops did.
 
-`js_string`, `go_quote` and `visible` used to walk every character in Python; they now
-let one regex pass pick out the characters that may need an escape. The old loops are
-kept here, verbatim, as the oracle: every code point on its own, and arbitrary strings,
-must quote to the same bytes (the goldens prove it only for the characters they hold).
+`js_string`, `go_quote`, `visible`, `js_ident`, `one_line` and the route checks used to
+walk every character in Python; they now let one regex pass find the characters that
+matter. The old loops are kept here, verbatim, as the oracle: every code point, and
+arbitrary strings, must give the same answer (the goldens prove it only for the
+characters they hold).
 """
 
 from __future__ import annotations
 
 import sys
+import unicodedata
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from specgen.naming import js_ident
+from specgen.operations import one_line
 from specgen.quoting import (
     _GO_ESCAPES,
     _JSON_ESCAPES,
@@ -22,6 +26,7 @@ from specgen.quoting import (
     js_string,
     visible,
 )
+from specgen.routes import has_control, is_control, pattern_error, target_allowed
 
 
 def old_visible(text: str) -> str:
@@ -64,6 +69,57 @@ def old_go_quote(value: str) -> str:
             out.append(f"\\U{ord(ch):08x}")
     out.append('"')
     return "".join(out)
+
+
+_WIRE_SAFE = frozenset(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~$&+,/:;=@"
+)
+
+
+def old_js_ident(raw: str) -> str:
+    if not raw:
+        return "_"
+    out: list[str] = []
+    for i, ch in enumerate(raw):
+        if ch in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_$":
+            out.append(ch)
+        elif ch in "0123456789":
+            out.append("_" + ch if i == 0 else ch)
+        else:
+            out.append("_")
+    return "".join(out)
+
+
+def old_one_line(text: str) -> str:
+    return " ".join(
+        "".join(
+            " " if (ch.isspace() or unicodedata.category(ch) == "Cc") else ch for ch in text
+        ).split()
+    )
+
+
+def test_every_code_point_reads_as_before() -> None:
+    differ = []
+    for code in range(sys.maxunicode + 1):
+        ch = chr(code)
+        if (
+            has_control(f"ab{ch}") != is_control(ch)
+            or js_ident(ch + ch) != old_js_ident(ch + ch)
+            or one_line(f" a{ch}{ch}b ") != old_one_line(f" a{ch}{ch}b ")
+            or (pattern_error(f"/a{ch}") == "path contains bytes that require wire encoding")
+            != (ch not in _WIRE_SAFE and ch not in "\\?#%*" and unicodedata.category(ch) != "Cc")
+        ):
+            differ.append(hex(code))
+    assert differ == []
+
+
+@given(st.text(max_size=30))
+def test_any_text_reads_as_before(text: str) -> None:
+    assert has_control(text) == any(is_control(ch) for ch in text)
+    assert js_ident(text) == old_js_ident(text)
+    assert one_line(text) == old_one_line(text)
+    if any(ch not in _WIRE_SAFE for ch in text):
+        assert not target_allowed("/" + text)
 
 
 def test_every_code_point_quotes_as_before() -> None:
