@@ -15,6 +15,7 @@ import jinja2
 
 from specgen.allow import AllowEntry, entry_json
 from specgen.quoting import go_quote, js_string, ts_comment, visible
+from specgen.template_cache import TemplateCache
 
 if TYPE_CHECKING:  # only template data here; `specgen run` renders its client without it
     from specgen.operations import Generated
@@ -33,6 +34,7 @@ def environment(html: bool = False) -> jinja2.Environment:
 
     Generated code and JSON must never be HTML-escaped (their escaping is the `js`
     filter's job), while a page must escape everything it did not write itself.
+    Compiled templates are kept on disk (`TemplateCache`), not compiled on every start.
     """
     dirs = [str(d) for d in TEMPLATE_DIRS if d.is_dir()]
     if not dirs:
@@ -44,6 +46,7 @@ def environment(html: bool = False) -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         autoescape=html,
+        bytecode_cache=TemplateCache(),
     )
     env.filters["js"] = js_string
     env.filters["goquote"] = go_quote
