@@ -3,6 +3,7 @@ cyclic GC; the output does not change (the goldens prove that)."""
 
 from __future__ import annotations
 
+import atexit
 import gc
 import json
 import subprocess
@@ -57,5 +58,19 @@ def test_only_built_in_commands_switch_the_collector_off() -> None:
         assert one_shot_without_gc(["--quiet", "build", "x.json"], {"build", "check"})
         assert not gc.isenabled()
     finally:
+        atexit.unregister(gc.freeze)
         gc.enable()
         gc.unfreeze()
+
+
+def test_what_a_build_allocated_is_frozen_before_the_shutdown_collection() -> None:
+    probe = """
+import atexit, gc, json
+# registered first, so it runs after the handler one_shot_without_gc registers
+atexit.register(lambda: print(json.dumps(sum(len(gc.get_objects(g)) for g in range(3)))))
+from specgen.oneshot import one_shot_without_gc
+assert one_shot_without_gc(["build"], {"build"})
+kept = [{"n": i} for i in range(50_000)]
+"""
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert int(proc.stdout) < 1_000  # the 50,000 dicts went to the permanent generation
