@@ -16,7 +16,14 @@ from typing import Any
 from specgen import naming
 from specgen.allow import BODY_TYPES, AllowEntry, Permit, header_forbidden
 from specgen.errors import SpecError
-from specgen.params import Parameter, ParameterLocation, Parameters, SchemaSummary, merged
+from specgen.params import (
+    Parameter,
+    ParameterLocation,
+    ParameterMemo,
+    Parameters,
+    SchemaSummary,
+    merged,
+)
 from specgen.quoting import fold_line, go_quote, js_string
 from specgen.refs import Refs
 from specgen.routes import Route, has_control, pattern_error
@@ -274,6 +281,7 @@ class _Generator:
         # later operationId would be refused as a collision with a name we made up.
         self.explicit: set[str] = set()
         self.name_counters: dict[str, int] = {}
+        self.param_memo: ParameterMemo = {}
 
     def params(
         self, path_item: dict[str, Any], op: dict[str, Any], method: str, path: str
@@ -395,7 +403,7 @@ class _Generator:
             method = verb.upper()
             if not isinstance(op, dict):
                 raise SpecError(f"specgen: {method} {template} is not an object")
-            params = merged(path_item, op, self.refs, f"{method} {template}")
+            params = merged(path_item, op, self.refs, f"{method} {template}", self.param_memo)
             if fragment:
                 params = self.fragment_params(params, fragment, method, template)
             self.health_mark(op, method, template, derived, derived.problem)
@@ -407,12 +415,13 @@ class _Generator:
                 continue
             query, headers, dropped = self.carried(params, method, template)
             route = Route(path=derived.route, method=method)
-            operation = self.operation(op, verb, derived, params, dropped)
-            operation = replace(
-                operation,
-                structured=True,
-                query_names=tuple(p.name for p in query),
-                header_names=tuple(p.name for p in headers),
+            operation = self.operation(
+                op,
+                verb,
+                derived,
+                params,
+                dropped,
+                carried=(tuple(p.name for p in query), tuple(p.name for p in headers)),
             )
             self.operations.append(operation)
             self.allow.add(route)
@@ -513,7 +522,10 @@ class _Generator:
         derived: _Path,
         params: Parameters | None = None,
         dropped: tuple[str, ...] = (),
+        carried: tuple[tuple[str, ...], tuple[str, ...]] | None = None,
     ) -> Operation:
+        """The method for `op`; `carried` (the default build's structured call) names the
+        query and header parameters it sends."""
         method, path = verb.upper(), derived.template
         op_id = op.get("operationId")
         if op_id is not None and not isinstance(op_id, str):
@@ -567,6 +579,9 @@ class _Generator:
             dropped=dropped,
             body_types=body_types,
             body_type=_preferred(body_types),
+            structured=carried is not None,
+            query_names=carried[0] if carried is not None else (),
+            header_names=carried[1] if carried is not None else (),
         )
 
     def body_types(self, request_body: Any, method: str, path: str) -> tuple[str, ...]:

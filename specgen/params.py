@@ -152,13 +152,28 @@ def _one(param: dict[str, Any], refs: Refs, where: str) -> Parameter:
     )
 
 
-def merged(path_item: dict[str, Any], op: dict[str, Any], refs: Refs, where: str) -> Parameters:
+#: A parameter object (by identity, kept alive beside its reading) -> its Parameter.
+ParameterMemo = dict[int, tuple[dict[str, Any], Parameter]]
+
+
+def merged(
+    path_item: dict[str, Any],
+    op: dict[str, Any],
+    refs: Refs,
+    where: str,
+    memo: ParameterMemo | None = None,
+) -> Parameters:
     """The operation's parameters: the path item's, overridden by the operation's.
 
     OpenAPI: a parameter is identified by its name and location; one the operation
     declares replaces the path item's of the same (name, in). Header names compare
     case-insensitively (they are HTTP field names); Accept, Content-Type and
     Authorization header parameters are dropped, as the specification says.
+
+    `memo` (one per document) reads a parameter object shared through `$ref` once:
+    GitHub's operations share a few dozen (`owner`, `repo`, `per_page`) about 2,300
+    times. What a parameter reads as does not depend on where it is used (`where` only
+    words a refusal, and a refusal ends the build).
     """
     by_key: dict[tuple[ParameterLocation, str], Parameter] = {}
     for owner in (path_item, op):
@@ -169,7 +184,13 @@ def merged(path_item: dict[str, Any], op: dict[str, Any], refs: Refs, where: str
             param = refs.deref(entry, f"{where} parameter {i}")
             if not isinstance(param, dict):
                 raise SpecError(f"specgen: {where}: parameter {i} is not an object")
-            p = _one(param, refs, where)
+            hit = memo.get(id(param)) if memo is not None else None
+            if hit is not None and hit[0] is param:
+                p = hit[1]
+            else:
+                p = _one(param, refs, where)
+                if memo is not None:
+                    memo[id(param)] = (param, p)
             key_name = p.name.lower() if p.location is ParameterLocation.HEADER else p.name
             by_key[(p.location, key_name)] = p
     groups: dict[ParameterLocation, list[Parameter]] = {loc: [] for loc in ParameterLocation}

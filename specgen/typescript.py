@@ -489,8 +489,9 @@ class _Builder:
         dropped = set(op.dropped)
         for p in (*op.params.query, *op.params.header):
             loc = p.location.value
-            if f"{loc} {go_quote(p.name)}" in dropped or any(
-                d.startswith(f"{loc} {go_quote(p.name)} ") for d in dropped
+            if dropped and (
+                f"{loc} {go_quote(p.name)}" in dropped
+                or any(d.startswith(f"{loc} {go_quote(p.name)} ") for d in dropped)
             ):
                 continue
             param = declared.get((loc, p.name), {})
