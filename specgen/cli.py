@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from specgen.errors import SpecError
-from specgen.oneshot import one_shot_without_gc
+from specgen.oneshot import one_shot_without_gc, record_exit
 
 if TYPE_CHECKING:
     from specgen import build as pipeline
@@ -612,10 +612,12 @@ def main() -> None:
 
     Set SPECGEN_DEBUG=1 to see the traceback instead.
     """
-    one_shot_without_gc(sys.argv[1:], cli.commands)
+    one_shot = one_shot_without_gc(sys.argv[1:], cli.commands)
     try:
         cli.main(prog_name="specgen")
-    except SystemExit:
+    except SystemExit as exc:
+        if one_shot:
+            record_exit(exc.code)
         raise
     except Exception as exc:
         if os.environ.get("SPECGEN_DEBUG"):

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from specgen.oneshot import one_shot_without_gc
 
 REPO = Path(__file__).resolve().parents[2]
@@ -74,3 +76,57 @@ kept = [[i] for i in range(50_000)]  # lists are always tracked
 """
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert int(proc.stdout) < 1_000  # the 50,000 lists went to the permanent generation
+
+
+_LEAVE = """
+import atexit, os, sys
+from specgen.oneshot import one_shot_without_gc, record_exit
+
+def teardown(event, args, write=os.write):
+    if event == "cpython.PyInterpreterState_Clear":  # raised while the interpreter finalizes
+        write(1, b"torn down\\n")
+
+
+sys.addaudithook(teardown)
+assert one_shot_without_gc([sys.argv[1]], {"build"})
+atexit.register(lambda: print("handler ran"))  # registered by the command: still runs
+sys.stdout.write("x" * 200_000)  # buffered until exit
+record_exit(int(sys.argv[2]) if sys.argv[2] != "none" else None)
+raise SystemExit(None if sys.argv[2] == "none" else int(sys.argv[2]))
+"""
+
+
+@pytest.mark.parametrize(("status", "code"), [("0", 0), ("1", 1), ("2", 2), ("none", 0)])
+def test_a_built_in_command_leaves_without_teardown_and_loses_nothing(
+    status: str, code: int
+) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", _LEAVE, "build", status], capture_output=True, text=True
+    )
+    assert proc.returncode == code
+    assert proc.stdout == "x" * 200_000 + "handler ran\n"  # flushed, handler run, no teardown
+
+
+def test_other_commands_and_other_endings_tear_down_as_usual() -> None:
+    for args in (["run", "0"], ["build", "none"]):
+        script = _LEAVE if args[0] == "run" else _LEAVE.replace("record_exit(", "(")
+        script = script.replace("assert one_shot_without_gc", "one_shot_without_gc")
+        proc = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True)
+        assert proc.returncode == 0
+        assert proc.stdout.endswith("handler ran\ntorn down\n")
+
+
+def test_big_output_through_a_pipe_arrives_whole(tmp_path: Path) -> None:
+    """`build` without -o prints every file; the fast exit must not cut it short."""
+    from specgen import build as pipeline
+    from specgen.render import all_sections
+
+    result = pipeline.run(str(SPEC), pipeline.Options(global_name="home"))
+    want = all_sections(result.gen, result.files)
+    proc = subprocess.run(
+        [sys.executable, "-m", "specgen", "build", str(SPEC), "--global", "home", "-q"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert proc.stdout == want
