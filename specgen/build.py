@@ -34,6 +34,8 @@ class Options:
 
 @dataclass(frozen=True)
 class Result:
+    """What one run of the pipeline made: the document, the derived client, the files."""
+
     source: Source
     gen: Generated
     files: dict[str, str]

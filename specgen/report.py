@@ -67,6 +67,8 @@ def kind(message: str) -> str:
 
 @dataclass(frozen=True)
 class Group:
+    """Skips or warnings of one kind: how many, and one example."""
+
     label: str
     count: int
     example: str

@@ -109,6 +109,8 @@ class Declaration:
 
 @dataclass(frozen=True)
 class Param:
+    """One parameter of a method: where it travels and its TypeScript."""
+
     name: str
     location: str
     ts: str

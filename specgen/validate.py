@@ -44,6 +44,8 @@ _LINE_BREAKS = re.compile(r"[\r\n\u2028\u2029\x85\x0b\x0c]+")
 
 @dataclass(frozen=True)
 class StructuralError:
+    """One thing the OpenAPI schema refuses, and where."""
+
     message: str
     pointer: str  # RFC 6901 JSON pointer into the document ("" is the whole document)
 
@@ -316,6 +318,8 @@ _SUBSCHEMA_SINGLE = (
 
 @dataclass
 class _ValueCheck:
+    """An example or default value and the schema it must satisfy."""
+
     kind: str  # "example", "default", ...
     value_pointer: str
     schema_pointer: str
