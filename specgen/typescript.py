@@ -18,7 +18,9 @@ from __future__ import annotations
 import json
 import re
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from specgen.operations import Generated, Operation
@@ -37,6 +39,7 @@ MAX_EXPR = 8000
 MAX_DOC = 240
 
 _COMPONENT = "#/components/schemas/"
+_UNSEEN: Any = object()
 _IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
 _PARAM = re.compile(r"\{([^{}]*)\}")
 _LOCATIONS = ("path", "query", "header")
@@ -87,6 +90,23 @@ def doc_text(text: object) -> str:
     """One line of prose that is safe inside a `/** */` comment, at most MAX_DOC long."""
     if not isinstance(text, str):
         return ""
+    return _doc_line(text)
+
+
+#: Input enough to fill a doc comment in nearly every case (see _doc_line).
+_DOC_HEAD = 4 * MAX_DOC
+
+
+@lru_cache(maxsize=4096)  # shared parameters repeat their descriptions hundreds of times
+def _doc_line(text: str) -> str:
+    if len(text) > _DOC_HEAD:
+        # Folding only joins whole words with single spaces, and `*/` is two characters,
+        # so the comment text of a prefix is a prefix of the whole text's. A long
+        # description (GitHub's run to pages) is cut after its first few hundred
+        # characters whenever those already fill the comment.
+        head = ts_comment(text[:_DOC_HEAD])
+        if len(head) > MAX_DOC:
+            return head[: MAX_DOC - 1].rstrip() + "…"
     line = ts_comment(text)
     return line if len(line) <= MAX_DOC else line[: MAX_DOC - 1].rstrip() + "…"
 
@@ -222,6 +242,16 @@ class _Converter:
         self.taken: set[str] = set(_TAKEN)
         self.pending: deque[str] = deque()
         self.fallbacks = 0
+        # fragment -> where it points: every `$ref` to a shared schema, parameter or
+        # response is walked once, not at every use
+        self.targets: dict[str, Any] = {}
+
+    def target(self, fragment: str) -> Any:
+        """`resolve_pointer(doc, fragment)`, remembered."""
+        found = self.targets.get(fragment, _UNSEEN)
+        if found is _UNSEEN:
+            found = self.targets[fragment] = resolve_pointer(self.doc, fragment)
+        return found
 
     # -- names -------------------------------------------------------------------------
 
@@ -272,14 +302,14 @@ class _Converter:
         if not isinstance(ref, str) or not ref.startswith("#"):
             return self.fallback(scope)  # external: load bundled documents only
         if ref.startswith(_COMPONENT) and "/" not in ref[len(_COMPONENT) :]:
-            if resolve_pointer(self.doc, ref[1:]) is MISSING:
+            if self.target(ref[1:]) is MISSING:
                 return self.fallback(scope)
             name = self.declared(ref)
             scope.refs.append(name)
             return name
         if ref in seen:
             return self.fallback(scope)  # a cycle through schemas that have no name
-        target = resolve_pointer(self.doc, ref[1:])
+        target = self.target(ref[1:])
         if target is MISSING:
             return self.fallback(scope)
         return self._expr(target, scope, depth + 1, seen | {ref})
@@ -383,7 +413,7 @@ class _Converter:
         out: list[Declaration] = []
         while self.pending:
             pointer = self.pending.popleft()
-            schema = resolve_pointer(self.doc, pointer[1:])
+            schema = self.target(pointer[1:])
             scope = _Scope()
             ts = self.expr(schema, scope, 0, frozenset({pointer}))
             self.fallbacks += scope.fallbacks
@@ -420,7 +450,7 @@ def _join(parts: list[str], joiner: str) -> str:
     return joiner.join(wrap)
 
 
-def _deref(doc: dict[str, Any], node: Any) -> Any:
+def _deref(resolve: Callable[[str], Any], node: Any) -> Any:
     """Follow a `$ref` chain (a parameter, a body, a response), or None on a cycle or miss."""
     seen: set[str] = set()
     while isinstance(node, dict) and isinstance(node.get("$ref"), str):
@@ -428,15 +458,15 @@ def _deref(doc: dict[str, Any], node: Any) -> Any:
         if ref in seen or not ref.startswith("#"):
             return None
         seen.add(ref)
-        node = resolve_pointer(doc, ref[1:])
+        node = resolve(ref[1:])
         if node is MISSING:
             return None
     return node
 
 
-def _json_schema(doc: dict[str, Any], owner: Any) -> tuple[bool, Any]:
+def _json_schema(resolve: Callable[[str], Any], owner: Any) -> tuple[bool, Any]:
     """(has content, the schema of its JSON media type or else its first one)."""
-    owner = _deref(doc, owner)
+    owner = _deref(resolve, owner)
     content = owner.get("content") if isinstance(owner, dict) else None
     if not isinstance(content, dict) or not content:
         return False, None
@@ -464,7 +494,7 @@ class _Builder:
         for owner in (path_item, op):
             raw = owner.get("parameters")
             for entry in raw if isinstance(raw, list) else []:
-                param = _deref(self.doc, entry)
+                param = _deref(self.conv.target, entry)
                 if isinstance(param, dict) and param.get("in") in _LOCATIONS:
                     merged[(str(param["in"]), str(param.get("name") or ""))] = param
         return merged
@@ -472,7 +502,7 @@ class _Builder:
     def param_schema(self, param: dict[str, Any]) -> Any:
         if "schema" in param:
             return param["schema"]
-        return _json_schema(self.doc, param)[1] or {}
+        return _json_schema(self.conv.target, param)[1] or {}
 
     def operation(
         self, op: Operation, raw_op: dict[str, Any], path_item: dict[str, Any]
@@ -502,8 +532,8 @@ class _Builder:
         body: str | None = None
         body_required = False
         if op.has_body:
-            request = _deref(self.doc, raw_op.get("requestBody"))
-            has, schema = _json_schema(self.doc, request)
+            request = _deref(self.conv.target, raw_op.get("requestBody"))
+            has, schema = _json_schema(self.conv.target, request)
             body = self.conv.expr(schema, scope) if has else "unknown"
             body_required = isinstance(request, dict) and request.get("required") is True
         response = self.response(raw_op, scope)
@@ -529,7 +559,8 @@ class _Builder:
             if not (code.startswith("2") and len(code) == 3):
                 continue
             has, schema = _json_schema(
-                self.doc, responses.get(code, responses.get(int(code) if code.isdigit() else code))
+                self.conv.target,
+                responses.get(code, responses.get(int(code) if code.isdigit() else code)),
             )
             if has:
                 text = self.conv.expr(schema, scope)
@@ -545,7 +576,7 @@ def generate(doc: dict[str, Any], gen: Generated, prefix: str = "") -> TypeSet:
     ops: list[OperationTypes] = []
     for op in gen.operations:
         raw_path = op.template[len(prefix) :] if op.template.startswith(prefix) else op.template
-        path_item = _deref(doc, paths.get(raw_path))
+        path_item = _deref(builder.conv.target, paths.get(raw_path))
         raw_op = path_item.get(op.method.lower()) if isinstance(path_item, dict) else None
         if not isinstance(raw_op, dict) or not isinstance(path_item, dict):
             ops.append(OperationTypes(op, "", (), None, False, "unknown", (), 1))

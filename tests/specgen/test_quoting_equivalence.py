@@ -24,9 +24,11 @@ from specgen.quoting import (
     go_quote,
     is_invisible,
     js_string,
+    ts_comment,
     visible,
 )
 from specgen.routes import has_control, is_control, pattern_error, target_allowed
+from specgen.typescript import MAX_DOC, doc_text
 
 
 def old_visible(text: str) -> str:
@@ -148,3 +150,22 @@ def test_the_memo_does_not_change_a_repeated_answer() -> None:
     first = (js_string(text), go_quote(text), visible(text))
     assert first == (js_string(text), go_quote(text), visible(text))
     assert first == (old_js_string(text), old_go_quote(text), old_visible(text))
+
+
+def old_doc_text(text: object) -> str:
+    if not isinstance(text, str):
+        return ""
+    line = ts_comment(text)
+    return line if len(line) <= MAX_DOC else line[: MAX_DOC - 1].rstrip() + "…"
+
+
+_PROSE = st.text(alphabet=st.sampled_from(["a", "b", " ", "\n", "\t", "*", "/", "\x1f", "é"]))
+
+
+@settings(max_examples=300)
+@given(_PROSE.map(lambda t: t * 40), st.integers(0, 2000))
+def test_long_descriptions_cut_as_before(text: str, at: int) -> None:
+    """doc_text folds only the head of a long description when that fills the comment."""
+    text = text[at:] + "*" + "/" * (at % 3) + text[:at]  # a `*/` anywhere, the cut included
+    assert doc_text(text) == old_doc_text(text)
+    assert doc_text(text[: MAX_DOC * 4 + 1]) == old_doc_text(text[: MAX_DOC * 4 + 1])
