@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from specgen.errors import SpecError
-from specgen.oneshot import one_shot_without_gc, record_exit
+from specgen.oneshot import keep_until_exit, one_shot_without_gc, record_exit
 
 if TYPE_CHECKING:
     from specgen import build as pipeline
@@ -232,6 +232,7 @@ def build(
 
     verbosity = _verbosity(quiet, verbose)
     result = pipeline.run(spec, _options(global_name, server, strict, no_validate))
+    keep_until_exit(result)
     _print_notes(result, verbosity)
     if outdir is None:
         click.echo(all_sections(result.gen, result.files), nl=False)

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from specgen.oneshot import one_shot_without_gc
+from specgen import oneshot
+from specgen.oneshot import keep_until_exit, one_shot_without_gc
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC = REPO / "tests" / "data" / "smart-home.openapi.json"
@@ -61,6 +62,8 @@ def test_only_built_in_commands_switch_the_collector_off() -> None:
         assert not gc.isenabled()
     finally:
         atexit.unregister(gc.freeze)
+        atexit.unregister(oneshot._leave_without_teardown)
+        oneshot._one_shot.clear()
         gc.enable()
         gc.unfreeze()
 
@@ -70,7 +73,8 @@ def test_what_a_build_allocated_is_frozen_before_the_shutdown_collection() -> No
 import atexit, gc, json
 # registered first, so it runs after the handler one_shot_without_gc registers
 atexit.register(lambda: print(json.dumps(sum(len(gc.get_objects(g)) for g in range(3)))))
-from specgen.oneshot import one_shot_without_gc
+from specgen import oneshot
+from specgen.oneshot import keep_until_exit, one_shot_without_gc
 assert one_shot_without_gc(["build"], {"build"})
 kept = [[i] for i in range(50_000)]  # lists are always tracked
 """
@@ -130,3 +134,17 @@ def test_big_output_through_a_pipe_arrives_whole(tmp_path: Path) -> None:
         check=True,
     )
     assert proc.stdout == want
+
+
+def test_only_a_one_shot_process_keeps_a_result_until_exit() -> None:
+    kept = [[1]]
+    keep_until_exit(kept)
+    assert oneshot._kept == []  # a library caller's results are freed as usual
+    oneshot._one_shot[:] = [True]
+    try:
+        keep_until_exit(kept)
+        keep_until_exit(["latest"])
+        assert oneshot._kept == [["latest"]]  # one result, never a growing list
+    finally:
+        oneshot._one_shot.clear()
+        oneshot._kept.clear()
