@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from functools import lru_cache
 
 #: ECMAScript reserved words (plus the strict-mode and future ones) an argument may not use.
 RESERVED: frozenset[str] = frozenset(
@@ -129,6 +130,7 @@ MAX_NAME = 64
 THENABLE: frozenset[str] = frozenset({"then"})
 
 
+@lru_cache(maxsize=8192)  # each operationId is named twice: claimed first, then used
 def noted_ident(raw: str) -> tuple[str, str | None]:
     """`js_ident`, bounded to MAX_NAME, and a warning when the name differs from `raw`.
 

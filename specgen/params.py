@@ -156,6 +156,10 @@ def _one(param: dict[str, Any], refs: Refs, where: str) -> Parameter:
 ParameterMemo = dict[int, tuple[dict[str, Any], Parameter]]
 
 
+#: Iterating an Enum class runs a generator each time; merged() does it per operation.
+_ALL_LOCATIONS = tuple(ParameterLocation)
+
+
 def merged(
     path_item: dict[str, Any],
     op: dict[str, Any],
@@ -193,7 +197,7 @@ def merged(
                     memo[id(param)] = (param, p)
             key_name = p.name.lower() if p.location is ParameterLocation.HEADER else p.name
             by_key[(p.location, key_name)] = p
-    groups: dict[ParameterLocation, list[Parameter]] = {loc: [] for loc in ParameterLocation}
+    groups: dict[ParameterLocation, list[Parameter]] = {loc: [] for loc in _ALL_LOCATIONS}
     for (loc, key_name), p in by_key.items():
         if loc is ParameterLocation.HEADER and key_name in IGNORED_HEADERS:
             continue
