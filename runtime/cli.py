@@ -29,6 +29,7 @@ from __future__ import annotations
 import concurrent.futures
 import functools
 import glob
+import re
 import sys
 import unicodedata
 from collections.abc import Callable, Iterator
@@ -55,6 +56,7 @@ from runtime import (
     run_with_grant,
 )
 from specgen.files import read_limited
+from specgen.quoting import visible
 
 _MAX_CODE_BYTES = 1 << 20
 #: Prefixes of the guest's lines in text mode; the CLI's own lines start `specgen: `.
@@ -245,9 +247,9 @@ def _code_files(args: tuple[Path, ...]) -> tuple[list[Path], bool]:
                     if p.suffix == ".js" and not p.name.startswith(".") and p.is_file()
                 )
             except OSError as e:
-                raise RunInputError(f"read {arg}: {e.strerror or e}") from None
+                raise RunInputError(f"read {_q(str(arg))}: {e.strerror or e}") from None
             if not found:
-                raise RunInputError(f"{arg}: a directory with no *.js file in it")
+                raise RunInputError(f"{_q(str(arg))}: a directory with no *.js file in it")
             files += found
             batch = True
         elif not arg.exists() and _GLOB_MAGIC.intersection(str(arg)):
@@ -266,11 +268,11 @@ def _read_code(path: Path) -> str:
     try:
         raw = read_limited(path, _MAX_CODE_BYTES)
     except OSError as e:
-        raise RunInputError(f"read {path}: {e.strerror or e}") from None
+        raise RunInputError(f"read {_q(str(path))}: {e.strerror or e}") from None
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise RunInputError(f"{path}: not valid UTF-8 at byte {e.start}") from None
+        raise RunInputError(f"{_q(str(path))}: not valid UTF-8 at byte {e.start}") from None
 
 
 def _trace_ids(trace_id: str | None, batch_size: int) -> list[str | None]:
@@ -319,7 +321,7 @@ def _report(outcome: RunOutcome, timeout_s: float, as_json: bool, file: Path | N
     (a batch adds the file's name to its JSON object)."""
     result = outcome.result
     if as_json:
-        record: dict[str, object] = {} if file is None else {"file": str(file)}
+        record: dict[str, object] = {} if file is None else {"file": _text(str(file))}
         record.update(
             stdout=result.stdout,
             stderr=result.stderr,
@@ -331,7 +333,7 @@ def _report(outcome: RunOutcome, timeout_s: float, as_json: bool, file: Path | N
             internal_error=result.internal_error or None,
             audit=orjson.loads(outcome.audit),
         )
-        click.echo(orjson.dumps(record).decode("utf-8"))
+        click.echo(_json_line(record))
         return
     sys.stdout.write(guest_lines(result.stdout, _GUEST_OUT))
     sys.stdout.flush()
@@ -375,8 +377,8 @@ def _report_batch(
         if isinstance(outcome, Refusal):
             code = outcome.exit_code
             if as_json:
-                refused = {"file": str(path), "exit_code": code, "refused": outcome.line}
-                click.echo(orjson.dumps(refused).decode("utf-8"))
+                refused = {"file": _text(str(path)), "exit_code": code, "refused": outcome.line}
+                click.echo(_json_line(refused))
             else:
                 _header(name)
                 sys.stderr.write(_trusted(f"{name}: not run: {outcome.line}"))
@@ -433,7 +435,32 @@ def _select(grants: Grants, name: str, caller: str) -> Profile:
 
 
 def _q(s: str) -> str:
-    return orjson.dumps(s).decode("utf-8")
+    """`s` quoted for a line a person reads: JSON's escapes, then every invisible
+    character JSON leaves raw (C1 controls such as the 8-bit CSI, NEL, U+2028/U+2029,
+    bidi overrides) as a visible escape; a file name's undecodable bytes as \\xNN."""
+    return visible(orjson.dumps(_text(s)).decode("utf-8"))
+
+
+def _text(s: str) -> str:
+    """`s` with the bytes a file name may hold that are not UTF-8 (surrogate-escaped by
+    Python, refused by orjson) written as `\\xNN` text; any other lone surrogate as
+    the bytes it would take."""
+    try:
+        raw = s.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        raw = s.encode("utf-8", "surrogatepass")
+    return raw.decode("utf-8", "backslashreplace")
+
+
+#: What a line reader may split on inside a JSON string orjson writes raw.
+_JSON_LINE_BREAKS = re.compile("[\x85\u2028\u2029]")
+
+
+def _json_line(record: dict[str, object]) -> str:
+    """One JSON Lines record: also NEL, U+2028 and U+2029 escaped (str.splitlines and
+    some readers end a line there), so a file name or guest output cannot split it."""
+    text = orjson.dumps(record).decode("utf-8")
+    return _JSON_LINE_BREAKS.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _trusted(line: str) -> str:

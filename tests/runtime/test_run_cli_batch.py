@@ -219,9 +219,9 @@ def test_a_directory_or_a_quoted_pattern_is_a_batch_in_name_order(
 @pytest.mark.parametrize(
     ("case", "message"),
     [
-        ("missing", r"^specgen: read .*/missing\.js: No such file or directory$"),
-        ("not-utf8", r"^specgen: .*/latin1\.js: not valid UTF-8 at byte 7$"),
-        ("empty-dir", r"^specgen: .*/empty: a directory with no \*\.js file in it$"),
+        ("missing", r'^specgen: read ".*/missing\.js": No such file or directory$'),
+        ("not-utf8", r'^specgen: ".*/latin1\.js": not valid UTF-8 at byte 7$'),
+        ("empty-dir", r'^specgen: ".*/empty": a directory with no \*\.js file in it$'),
         ("no-match", r'^specgen: ".*/nothing-\*\.js": no file matches the pattern$'),
         ("profile", r'^specgen: grants: .*: no profile "nope" \(profiles: "agent-memory"\)$'),
         ("caller", r"caller \"intruder\" is not in its allowed_callers$"),
