@@ -165,11 +165,13 @@ _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 def ts_comment(value: str) -> str:
     """Text for one line of a `/** */` comment: whitespace and control characters folded
-    to single spaces (no line can be added) and `*/` broken (the comment cannot end)."""
+    to single spaces (no line can be added), every other invisible character (a bidi
+    override, a zero-width or tag character) written as a visible escape, as in
+    description.txt, and `*/` broken (the comment cannot end)."""
     # Control characters (category Cc) become spaces; str.split() then folds them with
     # every other whitespace character. One regex pass instead of a Python step per
     # character: GitHub's types.d.ts runs about 1.2 million characters through here.
-    return fold_line(value).replace("*/", "*\\/")
+    return visible(fold_line(value)).replace("*/", "*\\/")
 
 
 def fold_line(value: str) -> str:
