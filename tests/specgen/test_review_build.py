@@ -256,6 +256,44 @@ def test_an_entry_that_is_a_symlink_to_another_users_file_is_not_run(
     assert not marker.exists()
 
 
+@needs_root
+def test_a_cache_folder_swapped_after_its_check_is_not_read(
+    templates: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cache folder is a link another user controls (PLIMSOLL_CACHE_DIR under a
+    shared folder): it points at our folder while the folder is checked, then at theirs.
+    What is read must be what was checked."""
+    marker = tmp_path / "ran"
+    theirs = tmp_path / "theirs"
+    entry = _plant(templates, theirs, marker)
+    os.chown(entry, OTHER_UID, OTHER_UID)
+    os.chown(theirs, OTHER_UID, OTHER_UID)
+    ours = tmp_path / "ours"
+    ours.mkdir(mode=0o700)
+    link = tmp_path / "cache"
+    link.symlink_to(ours)
+    _render(templates, link)  # a genuine entry of ours, same name
+    assert (ours / entry.name).exists() and not marker.exists()
+    our_inode = ours.stat().st_ino
+    swapped: list[bool] = []
+
+    def swap_after(result: os.stat_result) -> os.stat_result:
+        if result.st_ino == our_inode and not swapped:
+            swapped.append(True)
+            link.unlink()
+            link.symlink_to(theirs)
+        return result
+
+    real_stat, real_fstat = os.stat, os.fstat
+    monkeypatch.setattr(os, "stat", lambda *a, **k: swap_after(real_stat(*a, **k)))
+    monkeypatch.setattr(os, "fstat", lambda *a, **k: swap_after(real_fstat(*a, **k)))
+    out = _render(templates, link)
+    monkeypatch.undo()
+    assert swapped, "the folder was never looked at"
+    assert out == "hello x\n"
+    assert not marker.exists(), "an entry written by another user ran"
+
+
 def test_a_truncated_or_tampered_entry_is_not_run(templates: Path, tmp_path: Path) -> None:
     marker = tmp_path / "ran"
     entry = _plant(templates, tmp_path / "cache", marker)
