@@ -63,9 +63,11 @@ def _parse(whole: bytes, source_name: str) -> Any:
         # orjson refuses integers wider than 64 bits, which JSON allows; the standard
         # library accepts them, so only a document both refuse is "not JSON".
         try:
-            return json.loads(whole)
+            doc = json.loads(whole)
         except (ValueError, RecursionError):
             raise SpecError(f"specgen: {source_name}: not JSON: {exc}") from None
+        check_json(source_name, whole)  # this parser too keeps the last of two equal keys
+        return doc
 
 
 def _dump(doc: dict) -> bytes:

@@ -69,6 +69,15 @@ def test_every_duplicate_key_is_refused_naming_it(raw: str, key: str, reader: st
     assert json.dumps(key) in str(refused.value) or f'"{key}"' in str(refused.value)
 
 
+@pytest.mark.parametrize("odd", ["NaN", "-Infinity", "1e400", '"\\ud800"'])
+def test_extract_refuses_a_duplicate_in_json_only_the_standard_library_reads(odd: str) -> None:
+    """orjson refuses NaN, Infinity, 1e400 and a lone surrogate escape; extract then
+    reads the document with the standard library, which keeps the last of two keys."""
+    raw = f'{{"openapi":"3.0.0","a":1,"a":2,"n":{odd}}}'.encode()
+    with pytest.raises(SpecError, match='duplicate key "a"'):
+        extract_parse(raw, "doc.json")
+
+
 def test_a_duplicate_deeper_than_orjson_writes_is_refused() -> None:
     inner = '{"d":1,"d":2}'
     for _ in range(300):
