@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
 import sys
 from pathlib import Path
 
 import jinja2
+
+from specgen.files import read_trusted
 
 #: Overrides the cache folder (shared with the runtime's engine cache).
 CACHE_ENV = "PLIMSOLL_CACHE_DIR"
@@ -45,59 +46,6 @@ def cache_dir() -> Path:
     import platformdirs
 
     return Path(platformdirs.user_cache_dir(_APP, appauthor=False))
-
-
-def trusted(path: Path) -> bool:
-    """Are the entry and its folder ours alone (owned by us, writable by nobody else)?
-
-    A check of the names only: `read_trusted` is what load uses, checking the very
-    files it reads."""
-    uid = os.getuid()
-    try:
-        return all(_ours(st, uid) for st in (path.stat(), path.parent.stat()))
-    except OSError:
-        return False
-
-
-def _ours(st: os.stat_result, uid: int) -> bool:
-    return st.st_uid == uid and not st.st_mode & 0o022
-
-
-def read_trusted(path: Path) -> bytes | None:
-    """The entry's bytes when it and its folder are ours alone, else None.
-
-    The checks are made on the open folder and the open entry (fstat), and the entry is
-    opened inside that folder without following a link: a folder or entry that someone
-    swaps between the check and the read (the folder a link in a shared place, say) is
-    never what gets read. Where the system cannot open relative to a folder, the names
-    are checked instead.
-    """
-    if os.open not in os.supports_dir_fd or not hasattr(os, "O_NOFOLLOW"):
-        if not trusted(path):
-            return None
-        try:
-            return path.read_bytes()
-        except OSError:
-            return None
-    uid = os.getuid()
-    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
-    try:
-        folder = os.open(path.parent, flags | os.O_DIRECTORY)
-    except OSError:
-        return None
-    try:
-        if not _ours(os.fstat(folder), uid):
-            return None
-        fd = os.open(path.name, flags | os.O_NOFOLLOW, dir_fd=folder)
-        with open(fd, "rb") as entry:
-            st = os.fstat(entry.fileno())
-            if not stat.S_ISREG(st.st_mode) or not _ours(st, uid):
-                return None
-            return entry.read()
-    except OSError:
-        return None
-    finally:
-        os.close(folder)
 
 
 class TemplateCache(jinja2.BytecodeCache):

@@ -31,7 +31,7 @@ from wasmtime import _ffi as ffi
 
 from runtime.errors import EngineError
 from runtime.sandbox import wasi, wasm_patch
-from specgen.files import write_atomic
+from specgen.files import read_trusted, write_atomic
 
 WASM_DISTRIBUTION = "qjs-wasi-reactor.wasm"
 WASM_VERSION = "0.15.0.1"
@@ -203,28 +203,16 @@ def cache_path() -> Path:
     return cache_dir() / f"qjs-{WASM_VERSION}-{cache_key()}.cwasm"
 
 
-def _trusted(path: Path) -> bool:
-    """Is the entry and its folder ours alone? A cache entry is native code the host
-    process will run, and the checksum proves only integrity, not who wrote it: an entry
-    anyone else could have written is ignored (the module is compiled instead)."""
-    uid = os.getuid()
-    try:
-        for st in (path.stat(), path.parent.stat()):
-            if st.st_uid != uid or st.st_mode & 0o022:
-                return False
-    except OSError:
-        return False
-    return True
-
-
 def _read_cached(engine: wasmtime.Engine, path: Path) -> wasmtime.Module | None:
     """The cached module, or None when it is missing, corrupt, incompatible or writable
-    by someone else."""
-    if not _trusted(path):
-        return None
-    try:
-        blob = path.read_bytes()
-    except OSError:
+    by someone else.
+
+    An entry is native code the host process will run, and the checksum proves only
+    integrity, not who wrote it: `read_trusted` reads the entry only if it and its
+    folder are ours alone, checked on the open folder and file themselves, so a folder
+    swapped between the check and the read is never what gets deserialised."""
+    blob = read_trusted(path)
+    if blob is None:
         return None
     body, digest = blob[:-_DIGEST], blob[-_DIGEST:]
     if len(blob) <= _DIGEST or hashlib.sha256(body).digest() != digest:
