@@ -556,7 +556,7 @@ def test_specgen_run_reads_a_bounded_amount_of_code(tmp_path):
         ["/dev/zero", "--grants", str(tmp_path / "g.json"), "--profile", "p", "--caller", "c"],
     )
     assert result.exit_code == 1
-    assert result.stderr == "specgen: read /dev/zero: larger than 1048576 bytes\n"
+    assert result.stderr == 'specgen: read "/dev/zero": larger than 1048576 bytes\n'
 
 
 def test_a_body_with_a_long_integer_is_forwarded_byte_for_byte():
