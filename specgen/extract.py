@@ -143,7 +143,12 @@ def _schema_ref(name: str) -> str:
 
 
 def _check_pointer_inside(doc: dict, ref: str, source_name: str, holder: str) -> None:
-    """A reference deeper than the component itself must still land somewhere."""
+    """A reference must land somewhere, also one deeper than the component itself.
+
+    Every reference is resolved, not only those with more than three "/": a slash may be
+    percent-encoded ("#/components/schemas/Item%2Fnope" has four once decoded), and
+    a count on the raw text let such a dangling reference into the cut.
+    """
     if resolve_pointer(doc, ref[1:]) is MISSING:
         raise SpecError(
             f"specgen: {source_name}: {holder} refers to {json.dumps(ref)}, which does not resolve"
@@ -237,8 +242,7 @@ def extract(
                 raise SpecError(
                     f"specgen: {source_name}: {holder} refers to {json.dumps(ref)}, which does not resolve"
                 )
-            if ref.count("/") > 3:
-                _check_pointer_inside(doc, ref, source_name, holder)
+            _check_pointer_inside(doc, ref, source_name, holder)
             if (section, name) not in keep:
                 keep.add((section, name))
                 pending.append((f"components/{section}/{name}", section_map[name]))

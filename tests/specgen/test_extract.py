@@ -464,3 +464,119 @@ def test_the_command_refuses_an_empty_or_shortened_pin_in_one_line(tmp_path: Any
         assert result.exit_code != 0, wrong
         assert len(result.stderr.splitlines()) == 1 and "Traceback" not in result.stderr
         assert not out.exists()
+
+
+# -- found by mutation testing (tests/mutation): each test names the mutant it kills ----------
+
+
+@pytest.mark.parametrize(
+    "ref",
+    [
+        # one level below a component: no "deep enough to check" threshold lets it through
+        # (kills `ref.count("/") > 3` -> `> 4`)
+        "#/components/schemas/Item/nope",
+        # a percent-encoded slash is a separator once decoded (RFC 6901, section 6), so this
+        # points inside Item too, and nowhere; counting "/" in the raw text accepted it
+        "#/components/schemas/Item%2Fnope",
+        "#/components/schemas/Item%2Fproperties%2Fnope",
+    ],
+)
+def test_a_reference_inside_a_component_that_lands_nowhere_is_refused(ref: str) -> None:
+    doc = whole_document()
+    body = doc["components"]["requestBodies"]["NewItem"]["content"]["application/json"]
+    body["schema"] = {"$ref": ref}
+    raw, pin = pinned(doc)
+    with pytest.raises(SpecError) as info:
+        extract(raw, sha256=pin, path_prefixes=["/accounts"], tags=[], source_name="w.json")
+    assert str(info.value) == (
+        f'specgen: w.json: components/requestBodies/NewItem refers to "{ref}", '
+        "which does not resolve"
+    )
+
+
+def test_a_percent_encoded_reference_inside_a_component_that_resolves_is_kept() -> None:
+    doc = whole_document()
+    body = doc["components"]["requestBodies"]["NewItem"]["content"]["application/json"]
+    body["schema"] = {"$ref": "#/components/schemas/Fact%2Fproperties%2Fsrc"}
+    result = cut(doc, prefixes=["/accounts"])
+    assert result["paths"] == {k: v for k, v in doc["paths"].items() if k.startswith("/accounts")}
+    assert "Fact" in result["components"]["schemas"]
+
+
+@pytest.mark.parametrize("ref", ["#/components/schemas", "#/components/", "#/components/schemas/"])
+def test_a_reference_that_names_no_component_is_refused_in_one_line(ref: str) -> None:
+    """kills `len(parts) < 2` -> `< 1` (a ValueError escaped instead)."""
+    doc = whole_document()
+    doc["components"]["schemas"]["Item"]["allOf"] = [{"$ref": ref}]
+    raw, pin = pinned(doc)
+    with pytest.raises(SpecError) as info:
+        extract(raw, sha256=pin, path_prefixes=["/accounts"], tags=[], source_name="w.json")
+    assert "\n" not in str(info.value)
+    if ref.endswith("schemas/"):  # names the component "" which does not exist
+        assert str(info.value).endswith(f'refers to "{ref}", which does not resolve')
+    else:
+        assert str(info.value).endswith(f'refers to "{ref}", which names no component')
+
+
+def test_a_document_without_components_can_be_cut() -> None:
+    """kills `components is not None` -> `is None` (and `not components is not None`)."""
+    doc = whole_document()
+    del doc["components"]
+    doc["paths"] = {"/zones/{zone_id}/settings": doc["paths"]["/zones/{zone_id}/settings"]}
+    result = cut(doc, prefixes=["/zones"])
+    assert list(result) == ["openapi", "info", "servers", "security", "paths"]
+    assert result["paths"] == doc["paths"]
+
+
+@pytest.mark.parametrize("components", [[], ["schemas"], "schemas", 0, True])
+def test_components_that_is_not_an_object_is_refused_in_one_line(components: Any) -> None:
+    doc = whole_document()
+    doc["components"] = components
+    raw, pin = pinned(doc)
+    with pytest.raises(SpecError) as info:
+        extract(raw, sha256=pin, path_prefixes=["/zones"], tags=[], source_name="w.json")
+    assert str(info.value) == "specgen: w.json: components is not an object"
+
+
+def test_a_prefix_keeps_every_path_it_matches_not_only_the_first() -> None:
+    """kills the `continue` after a prefix match -> `break`."""
+    doc = whole_document()
+    result = cut(doc, prefixes=["/zones"])
+    assert list(result["paths"]) == ["/zones/{zone_id}/dns_records", "/zones/{zone_id}/settings"]
+    result = cut(doc, prefixes=["/accounts"], tags=["dns"])
+    assert list(result["paths"]) == [
+        "/accounts/{account_id}/memory/items",
+        "/zones/{zone_id}/dns_records",
+    ]
+
+
+@pytest.mark.parametrize("item", ["a string", ["get"], 7, None])
+def test_a_path_item_that_is_not_an_object_does_not_break_a_tag_cut(item: Any) -> None:
+    """kills `wanted_tags and isinstance(item, dict)` -> `or` (an AttributeError escaped)."""
+    doc = whole_document()
+    doc["paths"]["/odd"] = item
+    result = cut(doc, tags=["dns"])
+    assert list(result["paths"]) == ["/zones/{zone_id}/dns_records"]
+    # a prefix keeps it as it is: the cut copies path items, it does not judge them
+    assert cut(doc, prefixes=["/odd"])["paths"] == {"/odd": item}
+
+
+def test_only_the_documented_top_level_members_are_kept() -> None:
+    """kills `key == "components"` -> `key <= "components"`: a member sorting before
+    "components" ("$schema", "Tags", "basePath") must not receive the components."""
+    doc = whole_document()
+    doc = {"$schema": "https://spec.openapis.org/oas/3.0/schema", "Tags": [], **doc}
+    doc.update(basePath="/v1", externalDocs={"url": "https://example.com"}, webhooks={})
+    doc["x-logo"] = {"url": "https://example.com/logo.png"}
+    doc["jsonSchemaDialect"] = "https://spec.openapis.org/oas/3.1/dialect/base"
+    result = cut(doc, prefixes=["/accounts"])
+    assert list(result) == [
+        "openapi",
+        "info",
+        "servers",
+        "security",
+        "paths",
+        "components",
+        "jsonSchemaDialect",
+    ]
+    assert result["jsonSchemaDialect"] == doc["jsonSchemaDialect"]
