@@ -8,6 +8,17 @@ the envelope tests see). Each module gets a copy of the repository under build/m
 runs only the tests that cover it, and stops after `--budget` seconds (0: no limit); a
 stopped run reports the mutants it did test, and says how many it did not.
 
+Why the test command is lean: cosmic-ray starts one pytest per mutant, and pytest's plugin
+autoload imports schemathesis and its dependencies (about 2 s of start-up, for tests that
+take about 1 s). None of the covering tests uses schemathesis, respx, anyio or platformdirs'
+plugin, so autoload is off (PYTEST_DISABLE_PLUGIN_AUTOLOAD=1) and only hypothesis's plugin
+is loaded back (`-p`), which the property tests report their failures through.
+
+Why a baseline first: if the covering tests fail on the unmutated copy, every mutant would
+count as killed. So each copy runs them once unmutated; red stops that module, and the time
+it took sets the per-mutant timeout (a hung mutant is cut off and counts as killed, as
+cosmic-ray does; the report says how many were killed that way).
+
 A surviving mutant is either killed by a new test or listed in tests/mutation/equivalent.md
 with why it cannot change behaviour (module, operator and the mutated line). Exit status 1
 when a survivor is neither.
@@ -24,6 +35,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +46,12 @@ EQUIVALENT = Path(__file__).with_name("equivalent.md")
 SKIP_TOP = {".cache", ".venv", "build", "dist", ".git"}
 # One line of equivalent.md: - `module` `operator` `mutated line`: why
 _ENTRY = re.compile(r"^- `([^`]+)` `([^`]+)` `(.+)`: \S")
+# The plugins the covering tests need; everything else pytest would autoload is left out.
+PYTEST_PLUGINS = ("_hypothesis_pytestplugin",)
+# A mutant's tests may take this many times the unmutated run (and at least the floor)
+# before they are cut off; generous, so that load on a shared machine is not read as a hang.
+TIMEOUT_FACTOR = 10.0
+TIMEOUT_FLOOR = 30.0
 
 
 @dataclass
@@ -42,6 +60,10 @@ class Outcome:
     total: int = 0
     killed: int = 0
     incompetent: int = 0
+    timeouts: int = 0  # killed because the tests ran past the timeout
+    not_run: int = 0  # cosmic-ray could not apply or run the mutant (its worker failed)
+    seconds: float = 0.0  # wall time of the whole module, baseline included
+    timeout: float = 0.0
     survivors: list[tuple[str, str, str]] = field(default_factory=list)  # (operator, line, diff)
     stopped: bool = False
     annotations: int = 0  # skipped: inside an annotation, never evaluated
@@ -123,21 +145,31 @@ def _run_module(module: str, tests: list[str], budget: float, report_only: bool)
     outcome = Outcome(module)
     if report_only:
         return _read_session(outcome, cosmic, work, session)
+    started = time.monotonic()
     _copy_tree(work)
-    test_command = " ".join(
-        [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
+    plugins = [arg for name in PYTEST_PLUGINS for arg in ("-p", name)]
+    argv = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *plugins]
+    test_command = " ".join([*argv, *tests])
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "PYTHONPATH")}
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    clock = time.monotonic()
+    baseline = subprocess.run(
+        [*argv, *tests], cwd=work, env=env, capture_output=True, text=True, check=False
     )
+    if baseline.returncode != 0:
+        tail = "\n".join(baseline.stdout.splitlines()[-15:])
+        raise SystemExit(f"{module}: its tests fail before any mutation:\n{tail}")
+    outcome.timeout = max(TIMEOUT_FLOOR, TIMEOUT_FACTOR * (time.monotonic() - clock))
     config = work / "cosmic-ray.toml"
     config.write_text(
         "[cosmic-ray]\n"
         f"module-path = {json.dumps(module)}\n"
-        "timeout = 120.0\n"
+        f"timeout = {outcome.timeout:.0f}.0\n"
         "excluded-modules = []\n"
         f"test-command = {json.dumps(test_command)}\n"
         "[cosmic-ray.distributor]\n"
         'name = "local"\n'
     )
-    env = {k: v for k, v in os.environ.items() if k not in ("CI", "PYTHONPATH")}
     subprocess.run([cosmic, "init", str(config), str(session)], cwd=work, check=True, env=env)
     _skip_annotation_mutants(work / module, session)
     proc = subprocess.Popen(
@@ -154,11 +186,18 @@ def _run_module(module: str, tests: list[str], budget: float, report_only: bool)
         outcome.stopped = True
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait()
+    outcome.seconds = time.monotonic() - started
+    (work / "run.json").write_text(
+        json.dumps({"seconds": round(outcome.seconds), "timeout": round(outcome.timeout)})
+    )
     return _read_session(outcome, cosmic, work, session)
 
 
 def _read_session(outcome: Outcome, cosmic: str, work: Path, session: Path) -> Outcome:
     """Count a session's results (also one a budget or an interruption stopped)."""
+    if not outcome.seconds and (work / "run.json").is_file():
+        run = json.loads((work / "run.json").read_text())
+        outcome.seconds, outcome.timeout = run["seconds"], run["timeout"]
     dump = subprocess.run(
         [cosmic, "dump", str(session)], cwd=work, capture_output=True, text=True, check=True
     )
@@ -173,9 +212,11 @@ def _read_session(outcome: Outcome, cosmic: str, work: Path, session: Path) -> O
             outcome.stopped = True
             continue
         if result.get("worker_outcome") != "normal":
+            outcome.not_run += 1
             continue
         if result["test_outcome"] == "killed":
             outcome.killed += 1
+            outcome.timeouts += result.get("output") == "timeout"
         elif result["test_outcome"] == "incompetent":
             outcome.incompetent += 1
         else:
@@ -210,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"{target!r}: expected an existing module=test[,test...]")
         plan.append((module, tests.split(",")))
     OUT.mkdir(parents=True, exist_ok=True)
+    began = time.monotonic()
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         outcomes = list(pool.map(lambda p: _run_module(p[0], p[1], args.budget, args.report), plan))
 
@@ -222,17 +264,19 @@ def main(argv: list[str] | None = None) -> int:
         tested += o.tested
         explained = [s for s in o.survivors if (o.module, s[0], s[1]) in known]
         score = f"{100 * o.killed / o.tested:.1f}%" if o.tested else "n/a"
-        note = (
-            f", stopped by the budget with {o.total - o.tested - o.incompetent} untested"
-            if o.stopped
-            else ""
-        )
+        untested = o.total - o.tested - o.incompetent - o.not_run
+        note = f", stopped by the budget with {untested} untested" if o.stopped else ""
         lines.append(
-            f"{o.module}: {o.total} mutants, {o.tested} tested, {o.killed} killed, "
+            f"{o.module}: {o.total} mutants, {o.tested} tested, {o.killed} killed "
+            f"({o.timeouts} by the {o.timeout:.0f} s timeout), "
             f"{len(o.survivors)} survived ({len(explained)} listed as equivalent), "
-            f"{o.incompetent} incompetent, {o.annotations} in annotations not run; "
-            f"score {score}{note}"
+            f"{o.incompetent} incompetent, {o.not_run} not run by cosmic-ray, "
+            f"{o.annotations} in annotations not run; score {score}; "
+            f"{o.seconds / 60:.1f} min{note}"
         )
+        if o.not_run:  # a mutant cosmic-ray could not run is not a pass
+            unexplained += o.not_run
+            lines.append(f"  NOT RUN - {o.not_run} mutants: see `cosmic-ray dump` of its session")
         for operator, line, diff in o.survivors:
             if (o.module, operator, line) in known:
                 continue
@@ -241,7 +285,9 @@ def main(argv: list[str] | None = None) -> int:
             lines.extend("      " + d for d in diff.splitlines() if d.startswith(("+", "-", "@")))
     total = f"{100 * killed / tested:.1f}%" if tested else "n/a"
     lines.append(
-        f"total: {killed} of {tested} tested mutants killed ({total}); {unexplained} unexplained survivors"
+        f"total: {killed} of {tested} tested mutants killed ({total}); "
+        f"{unexplained} unexplained survivors; "
+        f"{(time.monotonic() - began) / 60:.1f} min with {args.jobs} jobs"
     )
     report = "\n".join(lines) + "\n"
     (OUT / "report.txt").write_text(report)
