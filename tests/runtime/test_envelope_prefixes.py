@@ -34,6 +34,9 @@ VALID = [
     ' \t\r\n{"method":"GET","path":"/v1/items/1"}',  # its first prefixes are only whitespace
     # longer than 256 characters, where `i is not len(s)` and `i != len(s)` part ways
     '{"method":"GET","path":"/v1/items/' + "a" * 300 + '"}',
+    # and with keys, ',' and ':' after character 256, where `i >= len(s)` -> `i is len(s)`
+    # (a key or a ':' expected at the very end) would index past the end
+    '{"path":"/v1/items/' + "a" * 300 + '" , "method" : "GET" }',
 ]
 
 
