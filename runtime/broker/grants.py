@@ -13,6 +13,7 @@ a traceback or a test failure does not leak it.
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import json
 import os
@@ -478,6 +479,9 @@ def _preamble(body: dict[str, Any], base_dir: Path) -> str:
         real_dir = base_dir.resolve(strict=True)
     except OSError as e:
         raise _ProfileFault(f"read preamble_file: {e.strerror or e}: {rel}") from None
+    except RuntimeError:
+        # Python before 3.13 turns a symlink loop (ELOOP) into RuntimeError here.
+        raise _ProfileFault(f"read preamble_file: {os.strerror(errno.ELOOP)}: {rel}") from None
     if not resolved.is_relative_to(real_dir):
         raise _ProfileFault(f"preamble_file {_quote(rel)} resolves outside the grants directory")
     try:

@@ -12,7 +12,8 @@ import pytest
 
 from runtime import GrantsError, Profile, Secret
 from runtime import load_grants as load
-from runtime.broker.grants import DEFAULT_MAX_CALLS
+from runtime.broker.grants import DEFAULT_MAX_CALLS, MAX_PROFILE_NAME
+from specgen.allow import AllowEntry
 from specgen.routes import Route
 
 KEY = "fake-agent-memory-token-held-by-the-broker"
@@ -690,4 +691,223 @@ def test_a_base_url_may_hold_a_tilde(tmp_path: Path) -> None:
     url = "https://api~mirror.internal"
     assert (
         load(write(tmp_path, {"p": minimal(base_url=url)}), environ={}).profiles[0].base_url == url
+    )
+
+
+# Survivors of the complete mutation run (tests/mutation); each test names what it kills.
+
+
+def test_entry_for_finds_the_loaded_entry_by_an_equal_route(tmp_path: Path) -> None:
+    """kills `entry.route == route` -> `!=`, `<=`, `is` and `for entry in self.entries`
+    -> `for entry in []`: the broker asks with a Route of its own, equal but not the same."""
+    allow = ["GET /v1/items/*?state=open&page", "POST /v1/items", "GET /v1/a?x"]
+    profile = load(write(tmp_path, {"p": minimal(allow=allow)}), environ={}).profiles[0]
+    for line, entry in zip(allow, profile.entries, strict=True):
+        method, path = line.split("?")[0].split(" ")
+        found = profile.entry_for(Route(method=method, path=path))
+        assert found is entry
+    assert [p.name for p in profile.entry_for(Route(method="GET", path="/v1/items/*")).query] == [
+        "state",
+        "page",
+    ]
+    bare = Route(method="GET", path="/v1/b")
+    assert profile.entry_for(bare) == AllowEntry(bare)
+
+
+def test_an_allow_error_is_not_called_a_catalog_error(tmp_path: Path) -> None:
+    """kills `key == "catalog"` -> `key <= "catalog"` ("allow" sorts before "catalog")."""
+    assert refused(tmp_path, minimal(allow=["NOPE"])) == (
+        'grants: profile "p": allow entry "NOPE" must be "METHOD /path"'
+    )
+    assert refused(tmp_path, minimal(catalog=["NOPE"])) == (
+        'grants: profile "p": catalog allow entry "NOPE" must be "METHOD /path"'
+    )
+
+
+@pytest.mark.parametrize("host", ["zzz.example", "mybank.example", "m", "localhost.example"])
+def test_plain_http_is_only_for_loopback_hosts(tmp_path: Path, host: str) -> None:
+    """kills `host.lower() == "localhost"` -> `>=`: every name after "localhost" counted as
+    loopback, so the key would go in clear text to http://mybank.example."""
+    assert refused(tmp_path, minimal(base_url=f"http://{host}")) == (
+        'grants: profile "p": host-api grant: non-loopback BaseURL must use https'
+    )
+
+
+@pytest.mark.parametrize(
+    ("override", "url"),
+    [
+        ("http://localhost:*", "http://127.0.0.1:8080"),  # a host sorting before it
+        ("https://127.0.0.1:*", "http://127.0.0.1:8080"),  # a scheme sorting before it
+        ("http://[::1]:*", "http://127.0.0.1:8080"),
+    ],
+)
+def test_an_any_port_override_admits_its_own_scheme_and_host_only(
+    tmp_path: Path, override: str, url: str
+) -> None:
+    """kills `(scheme, host) == (want_scheme, want_host)` -> `>=` in _admits."""
+    profile = load(
+        write(tmp_path, {"p": minimal(base_url_overrides=[override])}), environ={}
+    ).profiles[0]
+    with pytest.raises(GrantsError, match="is not in the base_url_overrides"):
+        profile.with_base_url(url)
+    admitted = override.replace("*", "9")
+    assert profile.with_base_url(admitted).base_url == admitted
+
+
+def test_a_host_httpx_reads_differently_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check exists for a parser difference between urlsplit and httpx (none is known
+    in the httpx pinned today), so an httpx that reads another host is simulated. kills
+    `raw_host != hostname.lower()` -> `<` and `is`, and its `return False` -> `return True`."""
+    import httpx
+
+    class OtherHost(httpx.URL):
+        @property
+        def raw_host(self) -> bytes:
+            return b"zzz.attacker.example"
+
+    good = minimal(base_url="https://api.internal")
+    assert load(write(tmp_path, {"p": good}), environ={}).profiles[0]
+    monkeypatch.setattr(httpx, "URL", OtherHost)
+    assert refused(tmp_path, good) == (
+        'grants: profile "p": host-api grant: BaseURL "https://api.internal" is not a valid '
+        "URL with a host"
+    )
+
+
+@pytest.mark.parametrize("built_for", ["aaa", "zzz"])
+def test_a_preamble_built_for_another_global_is_refused_whichever_sorts_first(
+    tmp_path: Path, built_for: str
+) -> None:
+    """kills `built_for != global_name` -> `built_for > global_name`."""
+    preamble = GENERATED.replace('globalThis["memory"]', f'globalThis["{built_for}"]')
+    assert preamble != GENERATED
+    text = refused(tmp_path, minimal(preamble=preamble, **{"global": "mmm"}), env={})
+    assert text.startswith(
+        f'grants: profile "p": global "mmm" differs from the preamble\'s global "{built_for}"'
+    )
+
+
+def test_a_preamble_global_line_that_is_not_json_is_not_checked(tmp_path: Path) -> None:
+    """kills `except ValueError` -> an exception never raised: the regex admits `\\q`,
+    which json refuses; such a preamble is hand-written, and loads."""
+    preamble = GENERATED.replace('globalThis["memory"]', 'globalThis["\\q"]')
+    assert preamble != GENERATED
+    profile = load(write(tmp_path, {"p": minimal(preamble=preamble)}), environ={}).profiles[0]
+    assert profile.preamble == preamble
+
+
+def test_valid_scopes_load(tmp_path: Path) -> None:
+    """kills `if not scope or ...` -> `if not not scope` and `if scope in (...)` ->
+    `if not scope in (...)`: both refused every ordinary scope."""
+    scopes = ["memory:read", "memory:write", "a"]
+    profile = load(write(tmp_path, {"p": minimal(scopes=scopes)}), environ={}).profiles[0]
+    assert profile.scopes == tuple(scopes)
+
+
+@pytest.mark.parametrize("scope", ["code:run", "*"])
+def test_a_forbidden_scope_is_refused(tmp_path: Path, scope: str) -> None:
+    assert refused(tmp_path, minimal(scopes=["memory:read", scope])) == (
+        f'grants: profile "p": host-api grant: forbidden scope "{scope}" '
+        '(a capability token must never carry code:run or "*")'
+    )
+
+
+def test_the_key_takes_no_part_in_a_profiles_equality() -> None:
+    """kills `token: ... compare=False` -> `compare=True`: comparing or hashing a profile
+    never reads the key (no side channel on it through ==, sets or dict keys)."""
+    base = Profile(
+        name="p", base_url="https://a.b", global_name="h", allowed_callers=("*",), allow=()
+    )
+    one = dataclasses.replace(base, token=Secret("key-one"))
+    two = dataclasses.replace(base, token=Secret("key-two"))
+    assert one == two and hash(one) == hash(two)
+
+
+def test_a_health_check_path_that_is_not_utf8_is_refused_as_such(tmp_path: Path) -> None:
+    """kills `_utf8(route.method) and _utf8(route.path)` -> `or` in _check_health."""
+    for line in ("GET /a\ud800", "G\ud800T /a"):
+        assert refused(tmp_path, minimal(health_check=line)) == (
+            'grants: profile "p": host-api grant: health_check method and path must be valid UTF-8'
+        )
+
+
+def test_a_deeply_nested_file_is_refused_in_one_line(tmp_path: Path) -> None:
+    """kills `except RecursionError` -> an exception never raised."""
+    path = write(tmp_path, None, raw="[" * 100_000)
+    with pytest.raises(GrantsError) as info:
+        load(path, environ={})
+    assert str(info.value) == f"grants: parse {path}: nested too deeply"
+
+
+@pytest.mark.parametrize(
+    ("raw", "what"),
+    [
+        ("{", "Expecting property name enclosed in double quotes (line 1 column 2)"),
+        ("", "Expecting value (line 1 column 1)"),
+        ('{"profiles": {}', "Expecting ',' delimiter (line 1 column 16)"),
+        ('{"profiles": {}} 1', "trailing data after the JSON value (line 1 column 18)"),
+    ],
+)
+def test_a_json_error_is_named_as_the_parser_names_it(tmp_path: Path, raw: str, what: str) -> None:
+    """kills `e.msg == "Extra data"` -> `<=`: every "Expecting ..." became trailing data."""
+    path = write(tmp_path, None, raw=raw)
+    with pytest.raises(GrantsError) as info:
+        load(path, environ={})
+    assert str(info.value) == f"grants: parse {path}: {what}"
+
+
+def test_a_profile_name_of_exactly_the_limit_loads_and_is_selected(tmp_path: Path) -> None:
+    """kills both `> MAX_PROFILE_NAME` -> `>=` (in the loader and in select)."""
+    name = "n" * MAX_PROFILE_NAME
+    grants = load(write(tmp_path, {name: minimal()}), environ={})
+    assert grants.select(name, "agent").name == name
+    longer = "n" * (MAX_PROFILE_NAME + 1)
+    with pytest.raises(GrantsError, match=f"grant_profile exceeds {MAX_PROFILE_NAME} bytes"):
+        grants.select(longer, "agent")
+    with pytest.raises(GrantsError) as info:
+        load(write(tmp_path, {longer: minimal()}), environ={})
+    assert str(info.value) == f'grants: profile "{longer}": name exceeds {MAX_PROFILE_NAME} bytes'
+
+
+@pytest.mark.parametrize("line", ["GET /v1/items/*.json", "GET /v1/items/a*", "GET /v1/*-x/b"])
+def test_a_partial_segment_route_loads_in_allow_and_catalog(tmp_path: Path, line: str) -> None:
+    """kills `route_error(..., partial=True)` -> `partial=False` in _check_routes."""
+    profile = load(
+        write(tmp_path, {"p": minimal(allow=[line], catalog=[line])}), environ={}
+    ).profiles[0]
+    assert [f"{r.method} {r.path}" for r in profile.allow] == [line]
+    assert [f"{r.method} {r.path}" for r in profile.catalog] == [line]
+
+
+def test_a_preamble_file_that_is_a_dangling_link_out_of_the_folder_is_not_found(
+    tmp_path: Path,
+) -> None:
+    """kills `candidate.resolve(strict=True)` -> `strict=False`: the link is read as missing,
+    before where it would point is judged."""
+    (tmp_path / "dangling.js").symlink_to("/nonexistent-plimsoll/preamble.js")
+    assert refused(tmp_path, minimal(preamble_file="dangling.js")) == (
+        'grants: profile "p": read preamble_file: No such file or directory: dangling.js'
+    )
+
+
+def test_a_preamble_file_in_a_symlink_loop_is_refused_in_one_line(tmp_path: Path) -> None:
+    """Python 3.11's Path.resolve raises RuntimeError, not OSError, for a loop: it escaped
+    the loader as a traceback (found while judging the strict=True survivor)."""
+    (tmp_path / "loop1.js").symlink_to("loop2.js")
+    (tmp_path / "loop2.js").symlink_to("loop1.js")
+    assert refused(tmp_path, minimal(preamble_file="loop1.js")) == (
+        'grants: profile "p": read preamble_file: Too many levels of symbolic links: loop1.js'
+    )
+
+
+def test_a_preamble_file_that_is_not_utf8_is_refused_in_one_line(tmp_path: Path) -> None:
+    """kills `except UnicodeDecodeError` -> an exception never raised."""
+    path = write(tmp_path, {"p": minimal(preamble_file="bad.js")})
+    (tmp_path / "bad.js").write_bytes(b"// \xff\xfe\n")
+    with pytest.raises(GrantsError) as info:
+        load(path, environ={})
+    assert str(info.value) == (
+        'grants: profile "p": host-api grant: Global and Preamble must be valid UTF-8'
     )
