@@ -43,3 +43,121 @@ def test_covers_compares_verbs_by_value() -> None:
     assert not catalog.covers(Route("/a/b", "PUT"))
     verb = "".join(["PO", "ST"])  # equal, but not the same object
     assert catalog.covers(Route("/a/b", verb))
+
+
+# -- partial segments (`x*y`) and `covers`: survivors of the complete mutation run --------
+
+from specgen.routes import (  # noqa: E402
+    ERR_WILDCARD,
+    partial_segment,
+    pattern_error,
+    route_error,
+    target_allowed,
+)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "target"),
+    [
+        ("/f/abc*.json", "/f/abcX.json"),  # a one-character value: kills `+` -> `*`, `**`, `<<`
+        ("/f/v*", "/f/v1"),  # empty suffix: kills `+` -> `/`, `//`, `%` (ZeroDivisionError)
+        ("/f/*.json", "/f/a.json"),  # empty prefix
+        ("/f/a*@x", "/f/aZ@x"),  # a suffix outside the unreserved set: kills the value's
+        (
+            "/f/a*:v",
+            "/f/a-b~c:v",
+        ),  # end `len(got) - len(suffix)` -> `+`, `*`, `%`, `**`, `<<`, `|`, `^`
+    ],
+)
+def test_a_partial_segment_matches_a_value_between_its_prefix_and_suffix(
+    pattern: str, target: str
+) -> None:
+    assert Route(pattern, "GET").matches("GET", target)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "target"),
+    [
+        ("/f/abc*.json", "/f/abc.json"),  # the value may not be empty
+        ("/f/ab*ba", "/f/aba"),  # prefix and suffix overlapping in a short segment
+        ("/f/a*@x", "/f/a@@x"),  # the value itself must be unreserved
+        ("/f/a*@x", "/f/aZ@y"),
+        ("/f/a*@x", "/f/bZ@x"),
+    ],
+)
+def test_a_partial_segment_refuses_what_lies_outside_its_rule(pattern: str, target: str) -> None:
+    assert not Route(pattern, "GET").matches("GET", target)
+
+
+@pytest.mark.parametrize("seg", ["$*", "&*", "$*x", "a*b", "*.json", "v*"])
+def test_a_segment_with_one_star_inside_literal_text_is_partial(seg: str) -> None:
+    """kills `seg == "*"` -> `seg < "*"` / `<=` in partial_segment ("$" and "&" sort before
+    "*"), and in pattern_error `seg != "*"` -> `seg > "*"`: without `partial` "$*" is refused."""
+    prefix, suffix = seg.split("*")
+    assert partial_segment(seg) == (prefix, suffix)
+    assert pattern_error(f"/a/{seg}", partial=True) is None
+    assert pattern_error(f"/a/{seg}") == ERR_WILDCARD
+
+
+def test_route_error_refuses_a_partial_segment_unless_asked() -> None:
+    """kills `partial: bool = False` -> `True` (the reference's rule is the default)."""
+    assert route_error("GET", "/a/*.json") == f'route GET "/a/*.json": {ERR_WILDCARD}'
+    assert route_error("GET", "/a/*.json", partial=True) is None
+
+
+@pytest.mark.parametrize("pattern", ["/a/x*.json", "/a/*", "/a/b", "/a/$*"])
+def test_a_route_covers_itself(pattern: str) -> None:
+    """kills `mine == theirs` -> `mine is theirs` in _segment_covers (two splits of equal
+    text are different objects)."""
+    assert Route(pattern, "GET").covers(Route(pattern, "GET"))
+    assert Route(pattern, "GET").covers(Route("".join([pattern, ""]), "GET"))
+
+
+@pytest.mark.parametrize(
+    ("mine", "theirs"),
+    [
+        ("/v/literal", "/v/a*b"),  # kills `mine == "*"` -> `mine >= "*"`
+        ("/v/$", "/v/a*b"),  # kills `mine == "*"` -> `mine <= "*"` ("$" sorts before "*")
+        ("/v/*", "/v/x*y*z"),  # kills `parts is not None and ...` -> `or`
+        ("/v/*", "/v/x*@"),  # a part outside the unreserved set
+        ("/v/x*.json", "/v/*"),
+    ],
+)
+def test_a_route_does_not_cover_a_wider_one(mine: str, theirs: str) -> None:
+    assert not Route(mine, "GET").covers(Route(theirs, "GET"))
+
+
+def test_a_whole_segment_star_covers_a_partial_one() -> None:
+    assert Route("/v/*", "GET").covers(Route("/v/a*b", "GET"))
+    assert Route("/v/*", "GET").covers(Route("/v/*.json", "GET"))
+
+
+def test_covers_compares_segment_counts_by_value() -> None:
+    """kills `len(mine) != len(theirs)` -> `is not` (ints above 256 are not shared)."""
+    long = "/" + "/".join(["s"] * 300)
+    assert Route(long, "GET").covers(Route(long, "GET"))
+    assert Route(long, "GET").matches("GET", long)
+
+
+@pytest.mark.parametrize("method", ["DELETE", "CONNECT", "A", "PATCH", "POST", "PUT", "get2"])
+def test_a_route_matches_its_own_method_only(method: str) -> None:
+    """kills `method.upper() != self.method.upper()` -> `>`: DELETE sorts before GET."""
+    assert not Route("/a", "GET").matches(method, "/a")
+    assert Route("/a", "GET").matches("get", "/a")
+
+
+def test_the_root_is_clean_however_its_string_was_built() -> None:
+    """kills `path == "/"` -> `path is "/"`: a "/" built by join or lower() is another object."""
+    for root in ("/".lower(), "".join(["/", ""])):
+        assert pattern_error(root) is None
+        assert target_allowed(root)
+
+
+def test_a_route_is_a_frozen_hashable_value() -> None:
+    """kills `@dataclass(frozen=True, order=True)` -> `frozen=False` (unhashable then)."""
+    import dataclasses
+
+    route = Route("/a", "GET")
+    assert {route: 1}[Route("/a", "GET")] == 1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        route.path = "/b"  # type: ignore[misc]
