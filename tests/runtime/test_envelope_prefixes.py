@@ -37,6 +37,10 @@ VALID = [
     # and with keys, ',' and ':' after character 256, where `i >= len(s)` -> `i is len(s)`
     # (a key or a ':' expected at the very end) would index past the end
     '{"path":"/v1/items/' + "a" * 300 + '" , "method" : "GET" }',
+    # and whitespace past character 256 before the "{" or right after it, where
+    # `i >= len(s)` -> `i is len(s)` and `i < len(s)` -> `i is not len(s)` part ways
+    " " * 300 + '{"method":"GET","path":"/v1/items/1"}',
+    "{" + " " * 300 + '"method":"GET","path":"/v1/items/1"}',
 ]
 
 

@@ -15,7 +15,14 @@ import pytest
 
 from runtime import HostRequest as Envelope
 from runtime.contract import ObjectValue
-from runtime.sandbox.envelope import STATUS_INVALID, TEXT_INVALID, EnvelopeRefusal, decode
+from runtime.sandbox.envelope import (
+    STATUS_INVALID,
+    STATUS_TOO_LARGE,
+    TEXT_INVALID,
+    TEXT_TOO_LARGE,
+    EnvelopeRefusal,
+    decode,
+)
 
 INVALID = EnvelopeRefusal(STATUS_INVALID, TEXT_INVALID)
 
@@ -124,7 +131,30 @@ def test_a_refusal_is_a_frozen_hashable_value() -> None:
         '{"method" \u00e9 "GET"}',
         '{"method":"GET";"path":"/a"}',
         '{"method":"GET"|',
+        '{"method":"GET""path":"/a"}',  # `s[i] == ","` -> `s[i] <= ","` took '"' or '+'
+        '{"method":"GET"+"path":"/a"}',
+        '{xmethod":"GET"}',  # `s[i] != '"'` -> `s[i] < '"'` took any later character
+        '{"method","GET"}',  # `s[i] != ":"` -> `s[i] > ":"` took ',' or '-'
+        '{"method"-"GET"}',
     ],
 )
 def test_only_json_punctuation_delimits_the_envelope(raw: str) -> None:
     assert decode(raw.encode()) == INVALID
+
+
+@pytest.mark.parametrize("lead", [" ", "\t", "   ", " \n\r"])
+def test_an_object_after_an_odd_run_of_whitespace_decodes(lead: str) -> None:
+    """kills `_skip_ws(s, i + 1)` -> `i | 1` and `i ^ 1` after the "{" (equal to i + 1 only
+    when the brace sits at an even index)."""
+    assert decode((lead + '{"method":"GET","path":"/a"}').encode()) == Envelope("GET", "/a")
+    assert decode((lead + "{}").encode()) == Envelope("", "", None)
+
+
+def test_the_size_limit_is_exact() -> None:
+    """kills MAX_ENVELOPE_BYTES = 1114112 -> 1114113 and -> 1114111: the limit is the
+    reference's 1 MiB + 64 KiB, written out here, not read back from the module."""
+    limit = 1024 * 1024 + 64 * 1024
+    head = b'{"method":"GET","path":"/a"}'
+    exact = head + b" " * (limit - len(head))
+    assert decode(exact) == Envelope("GET", "/a")
+    assert decode(exact + b" ") == EnvelopeRefusal(STATUS_TOO_LARGE, TEXT_TOO_LARGE)
