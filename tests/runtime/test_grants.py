@@ -12,7 +12,7 @@ import pytest
 
 from runtime import GrantsError, Profile, Secret
 from runtime import load_grants as load
-from runtime.broker.grants import DEFAULT_MAX_CALLS, MAX_PROFILE_NAME
+from runtime.broker.grants import DEFAULT_MAX_CALLS, MAX_PROFILE_NAME, Grants
 from specgen.allow import AllowEntry
 from specgen.routes import Route
 
@@ -911,3 +911,164 @@ def test_a_preamble_file_that_is_not_utf8_is_refused_in_one_line(tmp_path: Path)
     assert str(info.value) == (
         'grants: profile "p": host-api grant: Global and Preamble must be valid UTF-8'
     )
+
+
+_UNSAFE = [chr(c) for c in [*range(0x21), 0x7F]]
+
+
+@pytest.mark.parametrize("ch", _UNSAFE, ids=[f"{ord(c):#04x}" for c in _UNSAFE])
+@pytest.mark.parametrize(
+    "template",
+    [
+        "https://a{}b.example",
+        "https://ab.example{}",
+        "https://ab.example/{}",
+        "https://u{}@ab.example",
+    ],
+)
+def test_a_control_character_space_or_del_anywhere_is_not_a_valid_url(
+    tmp_path: Path, ch: str, template: str
+) -> None:
+    """kills the character check's `ord(ch) < 0x21` -> `< 32` / `== 0x21`, `== 0x7F` ->
+    `== 128` and `or` -> `and` (after a path, the later checks name another rule)."""
+    url = template.format(ch)
+    assert refused(tmp_path, minimal(base_url=url)) == (
+        f'grants: profile "p": host-api grant: BaseURL {json.dumps(url)} is not a valid URL '
+        "with a host"
+    )
+
+
+@pytest.mark.parametrize("host", ["a!b.example", 'a"b.example', "bücher.example", "例え.jp"])
+def test_printable_and_non_ascii_hosts_pass_the_character_check(tmp_path: Path, host: str) -> None:
+    """kills `ord(ch) < 0x21` -> `< 34` / `== 0x21` and `== 0x7F` -> `> 0x7F`, and the
+    httpx host check's `hostname.isascii() and` -> `not hostname.isascii() and`: an
+    internationalised name is IDNA-encoded by httpx and is not a mismatch."""
+    profile = load(write(tmp_path, {"p": minimal(base_url=f"https://{host}")}), environ={})
+    assert profile.profiles[0].base_url == f"https://{host}"
+
+
+def test_a_url_httpx_cannot_parse_is_refused(tmp_path: Path) -> None:
+    """kills `except Exception: return False` -> `return True` and -> an exception never
+    raised (a bad IDNA label: urlsplit reads it, httpx refuses it)."""
+    assert refused(tmp_path, minimal(base_url="https://xn--a.example")) == (
+        'grants: profile "p": host-api grant: BaseURL "https://xn--a.example" is not a valid '
+        "URL with a host"
+    )
+
+
+def test_star_admits_every_other_caller_id() -> None:
+    """kills `caller == "*"` -> `caller <= "*"`: ids sorting before "*" are callers too."""
+    p = Profile(name="p", base_url="https://a.b", global_name="h", allowed_callers=("*",), allow=())
+    for caller in ("#ops", "$svc", "!", "(x)", "agent", "**"):
+        assert p.allows(caller), caller
+
+
+def test_select_never_returns_a_profile_of_another_name(tmp_path: Path) -> None:
+    """kills `profile.name == name` -> `>=` in select: "aaa" got profile "beta"."""
+    grants = load(write(tmp_path, {"beta": minimal(), "gamma": minimal()}), environ={})
+    for name in ("aaa", "alpha", "b", "bet", "betaa", "gamm"):
+        with pytest.raises(GrantsError, match="not available"):
+            grants.select(name, "agent")
+    assert grants.select("beta", "agent").name == "beta"
+
+
+@pytest.mark.parametrize("key", ["zzz", "x", "profiles2", "Profiles", "a"])
+def test_every_unknown_top_level_field_is_refused(tmp_path: Path, key: str) -> None:
+    """kills `key != "profiles"` -> `key < "profiles"` (names after it passed)."""
+    path = write(tmp_path, None, raw=json.dumps({"profiles": {}, key: 1}))
+    with pytest.raises(GrantsError) as info:
+        load(path, environ={})
+    assert str(info.value) == f'grants: parse {path}: unknown field "{key}"'
+
+
+@pytest.mark.parametrize("name", ["p ", " p", "p\t", "\np"])
+def test_a_profile_name_with_surrounding_whitespace_is_refused_as_such(
+    tmp_path: Path, name: str
+) -> None:
+    """kills `name != name.strip()` -> `<` (trailing whitespace sorts after)."""
+    with pytest.raises(GrantsError) as info:
+        load(write(tmp_path, {name: minimal()}), environ={})
+    assert str(info.value) == (
+        f"grants: profile {json.dumps(name)}: name must not have surrounding whitespace"
+    )
+
+
+@pytest.mark.parametrize("max_calls", [1, 2, 100_000])
+def test_max_calls_from_one_up_to_the_ceiling_loads(tmp_path: Path, max_calls: int) -> None:
+    """kills `1 <= max_calls` -> `1 < max_calls`."""
+    path = write(tmp_path, {"p": minimal(max_calls=max_calls)})
+    assert load(path, environ={}).profiles[0].max_calls == max_calls
+
+
+@pytest.mark.parametrize("scope", ["", "a b", " a", "a\t", "\u00a0"])
+def test_an_empty_or_spaced_scope_is_refused(tmp_path: Path, scope: str) -> None:
+    """kills `not scope or any(...)` -> `not scope and any(...)`."""
+    assert refused(tmp_path, minimal(scopes=[scope])) == (
+        f'grants: profile "p": host-api grant: scope {json.dumps(scope, ensure_ascii=False)} '
+        "must be one non-empty token without whitespace"
+    )
+
+
+def test_grants_is_frozen() -> None:
+    """kills `@dataclass(frozen=True)` -> `frozen=False` on Grants."""
+    grants = Grants(path="g.json", profiles=())
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        grants.path = "other.json"  # type: ignore[misc]
+    assert hash(grants) == hash(Grants(path="g.json", profiles=()))
+
+
+def test_a_profiles_repr_does_not_name_the_token_field(tmp_path: Path) -> None:
+    """kills `token: ... repr=False` -> `repr=True`: not even the hidden Secret is shown."""
+    path = write(tmp_path, {"p": minimal(token={"env": "T"})})
+    profile = load(path, environ={"T": KEY}).profiles[0]
+    assert profile.token == Secret(KEY)
+    assert "token=" not in repr(profile)
+
+
+def test_an_allow_route_that_is_not_utf8_is_refused_as_such(tmp_path: Path) -> None:
+    """kills `_utf8(route.method) and _utf8(route.path)` -> `or` in _check_routes."""
+    assert refused(tmp_path, minimal(allow=["GET /a\ud800"])) == (
+        'grants: profile "p": host-api grant: route method and path must be valid UTF-8'
+    )
+
+
+def test_a_preamble_file_that_is_a_folder_is_refused_with_the_reason(tmp_path: Path) -> None:
+    """kills `e.strerror or e` -> `e.strerror and e` where the file is read."""
+    (tmp_path / "sub").mkdir()
+    assert refused(tmp_path, minimal(preamble_file="sub")) == (
+        'grants: profile "p": read preamble_file: Is a directory: sub'
+    )
+
+
+def test_an_override_error_keeps_everything_after_the_prefix(tmp_path: Path) -> None:
+    """kills `err.split(": ", 1)[1]` -> `split(": ", 2)[1]` (a URL holding ": ")."""
+    entry = "https://mirror.example/: x"
+    assert refused(tmp_path, minimal(base_url_overrides=[entry])) == (
+        f'grants: profile "p": base_url_overrides "{entry}": BaseURL "{entry}" is not a valid '
+        "URL with a host"
+    )
+
+
+@pytest.mark.parametrize("at", [0, 1000, 64 * 1024 - 40])
+def test_the_preamble_global_line_is_checked_within_the_first_64_kib(
+    tmp_path: Path, at: int
+) -> None:
+    """kills `search(preamble, 0, 64 * 1024)` -> start 1 (a line at the very start), and
+    end `64 + 1024`, `64 | 1024`, `64 ^ 1024`, `64 * 1023`: a line ending inside the first
+    64 KiB is found."""
+    line = '  const h = globalThis["memory"];\n'
+    preamble = "/" * at + ("\n" if at else "") + line
+    assert preamble.index(line) + len(line) - 1 <= 64 * 1024
+    text = refused(tmp_path, minimal(preamble=preamble, **{"global": "host"}), env={})
+    assert 'differs from the preamble\'s global "memory"' in text
+
+
+def test_a_preamble_global_line_past_64_kib_is_not_looked_for(tmp_path: Path) -> None:
+    """kills the end `64 * 1024` -> `65 * 1024` and `64 * 1025`: the search is bounded, so a
+    hand-written preamble of any length costs the loader at most 64 KiB of scanning."""
+    line = '  const h = globalThis["memory"];'
+    preamble = "/" * (64 * 1024 - len(line) + 1) + "\n" + line + "\n"
+    profile = load(
+        write(tmp_path, {"p": minimal(preamble=preamble, **{"global": "host"})}), environ={}
+    ).profiles[0]
+    assert profile.global_name == "host"
