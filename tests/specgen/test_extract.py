@@ -580,3 +580,34 @@ def test_only_the_documented_top_level_members_are_kept() -> None:
         "jsonSchemaDialect",
     ]
     assert result["jsonSchemaDialect"] == doc["jsonSchemaDialect"]
+
+
+def test_a_components_member_that_is_not_an_object_does_not_stop_the_others() -> None:
+    """kills the `continue` past a non-object components member -> `break`."""
+    doc = whole_document()
+    doc["components"] = {"x-note": "vendor text", "examples": [], **doc["components"]}
+    result = cut(doc, prefixes=["/accounts"])
+    assert list(result["components"]) == [
+        "schemas",
+        "parameters",
+        "responses",
+        "requestBodies",
+        "securitySchemes",
+    ]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"openapi": "3.0.3", "x": 123456789012345678901,',  # truncated, with 21 digits
+        b"[" * 100_000 + b"12345678901234567890" + b"]" * 100_000,  # nested too deeply
+    ],
+)
+def test_json_with_a_wide_integer_that_does_not_parse_is_refused_in_one_line(raw: bytes) -> None:
+    """kills `except (ValueError, RecursionError)` -> either one never raised, in the branch
+    that reads documents holding 20-digit numbers with the standard library."""
+    pin = hashlib.sha256(raw).hexdigest()
+    with pytest.raises(SpecError) as info:
+        extract(raw, sha256=pin, path_prefixes=["/"], tags=[], source_name="w.json")
+    assert str(info.value).startswith("specgen: w.json: not JSON: ")
+    assert "\n" not in str(info.value)
