@@ -1072,3 +1072,12 @@ def test_a_preamble_global_line_past_64_kib_is_not_looked_for(tmp_path: Path) ->
         write(tmp_path, {"p": minimal(preamble=preamble, **{"global": "host"})}), environ={}
     ).profiles[0]
     assert profile.global_name == "host"
+
+
+@pytest.mark.parametrize("method", ["DELETE", "CONNECT", "POST", "PUT", "HEAD"])
+def test_a_health_check_must_be_a_get(tmp_path: Path, method: str) -> None:
+    """kills `route.method != "GET"` -> `>` ("DELETE" sorts before "GET": a DELETE probe
+    of the API at every start would have loaded)."""
+    assert refused(tmp_path, minimal(health_check=f"{method} /health")) == (
+        f'grants: profile "p": host-api grant: health_check must be a GET route, got "{method}"'
+    )
