@@ -1080,3 +1080,12 @@ def test_a_health_check_must_be_a_get(tmp_path: Path, method: str) -> None:
     assert refused(tmp_path, minimal(health_check=f"{method} /health")) == (
         f'grants: profile "p": host-api grant: health_check must be a GET route, got "{method}"'
     )
+
+
+@pytest.mark.parametrize("url", ["https://a.example/\x80", "https://u\x80@a.example"])
+def test_the_character_check_is_ascii_only(url: str) -> None:
+    """kills `ord(ch) == 0x7F` -> `== 128`: U+0080 is not ASCII; the URL rules judge it
+    (here: an origin has no path and no user part)."""
+    assert base_url_error(url) == (
+        "host-api grant: BaseURL must be an origin only (scheme and host, with optional port)"
+    )
