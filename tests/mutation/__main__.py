@@ -44,8 +44,9 @@ REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "build" / "mutation"
 EQUIVALENT = Path(__file__).with_name("equivalent.md")
 SKIP_TOP = {".cache", ".venv", "build", "dist", ".git"}
-# One line of equivalent.md: - `module` `operator` `mutated line`: why
-_ENTRY = re.compile(r"^- `([^`]+)` `([^`]+)` `(.+)`: \S")
+# One line of equivalent.md: - `module` `operator` `mutated line`: why (the line ends at the
+# first "`: ", so the why may quote code in backticks; Python lines hold no backtick)
+_ENTRY = re.compile(r"^- `([^`]+)` `([^`]+)` `(.+?)`: \S")
 # The plugins the covering tests need; everything else pytest would autoload is left out.
 PYTEST_PLUGINS = ("_hypothesis_pytestplugin",)
 # A mutant's tests may take this many times the unmutated run (and at least the floor)
