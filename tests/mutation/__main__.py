@@ -1,6 +1,6 @@
 """`make mutate`: cosmic-ray over the security core, each module in its own copy of the tree.
 
-    python -m tests.mutation [--budget SECONDS] [--jobs N] MODULE=TEST[,TEST...] ...
+    python -m tests.mutation [--budget SECONDS] [--jobs N] [--retest-survivors] MODULE=TEST[,TEST...] ...
 
 Why a driver around cosmic-ray: cosmic-ray mutates the module on disk, so two modules
 cannot be mutated in one tree at the same time (a mutated route matcher would change what
@@ -28,11 +28,13 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import json
 import os
 import re
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -138,7 +140,9 @@ def _mutated_line(diff: str) -> str:
     return added[0] if added else ""
 
 
-def _run_module(module: str, tests: list[str], budget: float, report_only: bool) -> Outcome:
+def _run_module(
+    module: str, tests: list[str], budget: float, report_only: bool, retest: bool = False
+) -> Outcome:
     slug = module.replace("/", "_").removesuffix(".py")
     work = OUT / slug
     session = work / "session.sqlite"
@@ -147,7 +151,11 @@ def _run_module(module: str, tests: list[str], budget: float, report_only: bool)
     if report_only:
         return _read_session(outcome, cosmic, work, session)
     started = time.monotonic()
-    _copy_tree(work)
+    earlier = 0.0
+    if retest:
+        earlier = _keep_session_for_retest(module, work, session)
+    else:
+        _copy_tree(work)
     plugins = [arg for name in PYTEST_PLUGINS for arg in ("-p", name)]
     argv = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *plugins]
     test_command = " ".join([*argv, *tests])
@@ -171,8 +179,11 @@ def _run_module(module: str, tests: list[str], budget: float, report_only: bool)
         "[cosmic-ray.distributor]\n"
         'name = "local"\n'
     )
-    subprocess.run([cosmic, "init", str(config), str(session)], cwd=work, check=True, env=env)
-    _skip_annotation_mutants(work / module, session)
+    if retest:
+        _forget_survivors(session)
+    else:
+        subprocess.run([cosmic, "init", str(config), str(session)], cwd=work, check=True, env=env)
+        _skip_annotation_mutants(work / module, session)
     proc = subprocess.Popen(
         [cosmic, "exec", str(config), str(session)],
         cwd=work,
@@ -187,11 +198,38 @@ def _run_module(module: str, tests: list[str], budget: float, report_only: bool)
         outcome.stopped = True
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait()
-    outcome.seconds = time.monotonic() - started
+    outcome.seconds = earlier + time.monotonic() - started
     (work / "run.json").write_text(
         json.dumps({"seconds": round(outcome.seconds), "timeout": round(outcome.timeout)})
     )
     return _read_session(outcome, cosmic, work, session)
+
+
+def _keep_session_for_retest(module: str, work: Path, session: Path) -> float:
+    """A fresh copy of the tree (the tests as they are now) around the last run's session.
+
+    Only the tests may have changed: the session's mutants are numbered occurrences in
+    the module's source, so a changed module needs a whole new run. Returns the seconds
+    the earlier run took (the report adds the retest to them).
+    """
+    if not session.is_file():
+        raise SystemExit(f"{module}: no earlier session to retest; run make mutate first")
+    if (work / module).read_bytes() != (REPO / module).read_bytes():
+        raise SystemExit(f"{module} changed since its run; run make mutate (all of it) again")
+    earlier = json.loads((work / "run.json").read_text())["seconds"]
+    kept = OUT / f"{work.name}.session.sqlite"
+    shutil.move(session, kept)
+    _copy_tree(work)
+    shutil.move(kept, session)
+    return float(earlier)
+
+
+def _forget_survivors(session: Path) -> int:
+    """Make the session's survivors pending again, so exec runs them with today's tests
+    (a killed mutant stays killed: tests were only added since). cosmic-ray has no call
+    that deletes one result, so this is SQL on its table (work_results, outcome by name)."""
+    with contextlib.closing(sqlite3.connect(session)) as db, db:
+        return db.execute("DELETE FROM work_results WHERE test_outcome = 'SURVIVED'").rowcount
 
 
 def _read_session(outcome: Outcome, cosmic: str, work: Path, session: Path) -> Outcome:
@@ -243,6 +281,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--report", action="store_true", help="only report the sessions of the last run"
     )
+    parser.add_argument(
+        "--retest-survivors",
+        action="store_true",
+        help="run only the last run's survivors again, against the tests as they are now",
+    )
     parser.add_argument("targets", nargs="+", metavar="MODULE=TEST[,TEST...]")
     args = parser.parse_args(argv)
     plan = []
@@ -254,7 +297,12 @@ def main(argv: list[str] | None = None) -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     began = time.monotonic()
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        outcomes = list(pool.map(lambda p: _run_module(p[0], p[1], args.budget, args.report), plan))
+        outcomes = list(
+            pool.map(
+                lambda p: _run_module(p[0], p[1], args.budget, args.report, args.retest_survivors),
+                plan,
+            )
+        )
 
     known = _equivalent()
     unexplained = 0
