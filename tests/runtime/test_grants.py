@@ -848,6 +848,10 @@ def test_a_deeply_nested_file_is_refused_in_one_line(tmp_path: Path) -> None:
         ("", "Expecting value (line 1 column 1)"),
         ('{"profiles": {}', "Expecting ',' delimiter (line 1 column 16)"),
         ('{"profiles": {}} 1', "trailing data after the JSON value (line 1 column 18)"),
+        # messages sorting after "Extra data" (kills `==` -> `>=`)
+        ('{"profiles": "ab', "Unterminated string starting at (line 1 column 14)"),
+        ('{"profiles": "a\tb"}', "Invalid control character at (line 1 column 16)"),
+        ('{"profiles": "\\q"}', "Invalid \\escape (line 1 column 15)"),
     ],
 )
 def test_a_json_error_is_named_as_the_parser_names_it(tmp_path: Path, raw: str, what: str) -> None:
