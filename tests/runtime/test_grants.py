@@ -966,6 +966,14 @@ def test_star_admits_every_other_caller_id() -> None:
         assert p.allows(caller), caller
 
 
+def test_the_caller_star_is_refused_however_its_string_was_built() -> None:
+    """kills `caller == "*"` -> `caller is "*"`: a caller id read from a request or built
+    by `join` is another object than the literal, and must still not pass as a caller."""
+    p = Profile(name="p", base_url="https://a.b", global_name="h", allowed_callers=("*",), allow=())
+    for star in ("*", "".join(["*", ""]), "*".lower()):
+        assert not p.allows(star)
+
+
 def test_select_never_returns_a_profile_of_another_name(tmp_path: Path) -> None:
     """kills `profile.name == name` -> `>=` in select: "aaa" got profile "beta"."""
     grants = load(write(tmp_path, {"beta": minimal(), "gamma": minimal()}), environ={})
