@@ -136,6 +136,9 @@ def test_a_refusal_is_a_frozen_hashable_value() -> None:
         '{xmethod":"GET"}',  # `s[i] != '"'` -> `s[i] < '"'` took any later character
         '{"method","GET"}',  # `s[i] != ":"` -> `s[i] > ":"` took ',' or '-'
         '{"method"-"GET"}',
+        '{"method":"GET","path":"/a"}x',  # one character after the closing brace: kills
+        '{"method":"GET"}}',  # `i += 1` -> `i += 2` past it (trailing data unseen)
+        "{}x",
     ],
 )
 def test_only_json_punctuation_delimits_the_envelope(raw: str) -> None:
