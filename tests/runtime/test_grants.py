@@ -762,18 +762,21 @@ def test_a_host_httpx_reads_differently_is_refused(
     `raw_host != hostname.lower()` -> `<` and `is`, and its `return False` -> `return True`."""
     import httpx
 
-    class OtherHost(httpx.URL):
-        @property
-        def raw_host(self) -> bytes:
-            return b"zzz.attacker.example"
-
     good = minimal(base_url="https://api.internal")
     assert load(write(tmp_path, {"p": good}), environ={}).profiles[0]
-    monkeypatch.setattr(httpx, "URL", OtherHost)
-    assert refused(tmp_path, good) == (
-        'grants: profile "p": host-api grant: BaseURL "https://api.internal" is not a valid '
-        "URL with a host"
-    )
+    # a host sorting after and one sorting before: kills `!=` -> `<` and `>` too
+    for other in (b"zzz.attacker.example", b"aaa.attacker.example"):
+
+        class OtherHost(httpx.URL):
+            @property
+            def raw_host(self, other: bytes = other) -> bytes:
+                return other
+
+        monkeypatch.setattr(httpx, "URL", OtherHost)
+        assert refused(tmp_path, good) == (
+            'grants: profile "p": host-api grant: BaseURL "https://api.internal" is not a '
+            "valid URL with a host"
+        )
 
 
 @pytest.mark.parametrize("built_for", ["aaa", "zzz"])
