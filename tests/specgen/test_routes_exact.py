@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from specgen.routes import Route, first_match, is_control
+from specgen.routes import Route, first_match, has_control, is_control
 
 
 @pytest.mark.parametrize("ch", ["\x00", "\x1f", "\x7f", "\x80", "\x85", "\x9f", "\u2028", "\u2029"])
@@ -161,3 +161,22 @@ def test_a_route_is_a_frozen_hashable_value() -> None:
     assert {route: 1}[Route("/a", "GET")] == 1
     with pytest.raises(dataclasses.FrozenInstanceError):
         route.path = "/b"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("s", "expected"),
+    [
+        ("abc", False),
+        ("", False),
+        ("a\x00b", True),
+        ("\x7f", True),
+        ("a\x9f", True),
+        ("x\u2028", True),
+        ("\u2029", True),
+        ("\u200b\ufeff", False),
+    ],
+)
+def test_has_control_agrees_with_is_control(s: str, expected: bool) -> None:
+    """kills `_CC_OR_TERMINATOR.search(s) is not None` -> `is None`."""
+    assert has_control(s) is expected
+    assert has_control(s) == any(is_control(ch) for ch in s)
