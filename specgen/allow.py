@@ -376,8 +376,10 @@ def _encode(text: str) -> str:
 def pin_error(value: str, schema: SchemaSummary) -> str | None:
     """Why a pinned value cannot be what the parameter's schema declares, or None.
 
-    Checks what can be checked from the serialised text: an enum, integer, number and
-    boolean. Arrays, objects and untyped schemas are accepted as written.
+    Checks what can be checked from the serialised text: an enum, integer, number,
+    boolean and a string's `pattern` (searched, as JSON Schema does, by RE2; a pattern RE2
+    cannot run is not evaluated). Arrays, objects and untyped schemas are accepted as
+    written.
     """
     if schema.enum is not None and schema.type != "array" and value not in schema.enum:
         return f"is not one of the declared values ({', '.join(go_quote(v) for v in schema.enum)})"
@@ -392,7 +394,21 @@ def pin_error(value: str, schema: SchemaSummary) -> str | None:
             return "is not a number"
     if schema.type == "boolean" and value not in ("true", "false"):
         return "is not true or false"
+    if schema.pattern is not None and not _matches(schema.pattern, value):
+        return f"does not match the declared pattern {go_quote(schema.pattern)}"
     return None
+
+
+def _matches(pattern: str, value: str) -> bool:
+    """Does `value` match `pattern` somewhere (JSON Schema's rule)? True when RE2 cannot
+    run the pattern: a document's regex is never run by a backtracking engine, and what
+    cannot be checked is not held against the grant."""
+    from specgen.regex import Unsupported, search
+
+    try:
+        return search(pattern, value)
+    except Unsupported:
+        return True
 
 
 def declaration_problems(

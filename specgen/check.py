@@ -18,6 +18,9 @@ from specgen.allow import AllowEntry, AllowError, declaration_problems, parse_en
 from specgen.build import Options, Result
 from specgen.errors import SpecError
 from specgen.files import read_limited
+from specgen.operations import style_of
+from specgen.params import Parameter
+from specgen.quoting import go_quote
 from specgen.render import FILES
 from specgen.routes import Route, RouteError, parse_route_line
 
@@ -104,15 +107,41 @@ def _entries(profile: dict[str, Any], key: str, name: str) -> list[AllowEntry]:
 
 
 def _parameter_drift(result: Result, allow: list[AllowEntry], name: str) -> list[str]:
-    """Allow entries naming a query or header parameter the document does not declare."""
+    """Allow entries naming a query or header parameter the document does not declare,
+    pinning one to a value its schema refuses, or serialising one in another style."""
     problems: list[str] = []
     for entry in allow:
-        query, headers = [], []
+        query: list[Parameter] = []
+        headers: list[Parameter] = []
         for route, q, h in result.gen.declared:
             if route.covers(entry.route):
                 query += q
                 headers += h
-        problems += [f'profile "{name}": {p}' for p in declaration_problems(entry, query, headers)]
+        found = declaration_problems(entry, query, headers) + _style_drift(entry, query, headers)
+        problems += [f'profile "{name}": {p}' for p in found]
+    return problems
+
+
+def _style_drift(entry: AllowEntry, query: list[Parameter], headers: list[Parameter]) -> list[str]:
+    """Permits whose `style` is not how the document serialises the parameter: the broker
+    would send `ids=1&ids=2` to an API that reads `ids=1,2`. A permit without a style
+    sends one value, which any declared style reads, so only a written style is compared."""
+    q = {p.name: p for p in query}
+    h = {p.name.lower(): p for p in headers}
+    problems: list[str] = []
+    for permit, declared, kind in (
+        *((pm, q.get(pm.name), "query parameter") for pm in entry.query),
+        *((pm, h.get(pm.name.lower()), "header") for pm in entry.headers),
+    ):
+        if declared is None or not permit.style:
+            continue  # an undeclared name is declaration_problems' line
+        want = style_of(declared)
+        if permit.style != want:
+            says = go_quote(want) if want else "one value"
+            problems.append(
+                f'allow entry "{entry.route}" sends {kind} {go_quote(permit.name)} in style '
+                f"{go_quote(permit.style)}; the document declares {says}"
+            )
     return problems
 
 

@@ -716,6 +716,8 @@ def _union(have: Parameter | None, new: Parameter) -> Parameter:
     """Two operations on one route declare a parameter: both sets of values are allowed."""
     if have is None:
         return new
+    if have.schema.pattern != new.schema.pattern:  # a value either admits is allowed
+        have = replace(have, schema=replace(have.schema, pattern=None))
     if have.schema.enum is not None and new.schema.enum is not None:
         values = tuple(dict.fromkeys((*have.schema.enum, *new.schema.enum)))
         return replace(have, schema=replace(have.schema, enum=values))

@@ -46,12 +46,13 @@ class SchemaSummary:
 
     `type` is the declared primitive type ("" when absent or a union), `enum` the
     declared values as JSON texts of strings/numbers/booleans, `items` the item type of
-    an array.
+    an array, `pattern` a string's declared `pattern` (run by RE2 when a pin is checked).
     """
 
     type: str = ""
     enum: tuple[str, ...] | None = None
     items: str = ""
+    pattern: str | None = None
 
 
 @dataclass(frozen=True)
@@ -120,7 +121,10 @@ def summarise(schema: Any, refs: Refs, where: str) -> SchemaSummary:
             items = summarise(item_schema, refs, f"{where} items").type if item_schema else ""
         except SpecError:
             items = ""
-    return SchemaSummary(type=kind, enum=enum, items=items)
+    pattern = schema.get("pattern") if kind in ("string", "") else None
+    return SchemaSummary(
+        type=kind, enum=enum, items=items, pattern=pattern if isinstance(pattern, str) else None
+    )
 
 
 def _one(param: dict[str, Any], refs: Refs, where: str) -> Parameter:
