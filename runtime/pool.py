@@ -90,7 +90,14 @@ def _own_profile(sent: Profile | str) -> Profile:
 
 
 def _run_job(code: str, sent: Profile | str, caller: str, options: dict[str, Any]) -> RunOutcome:
-    return run_profile(code, _own_profile(sent), caller=caller, **options)
+    profile = _own_profile(sent)
+    if options.pop("scan_memory", False):
+        # The key to look for is the worker's own, read from the grants file: the parent
+        # asks for the scan, it never sends the key (job_args).
+        if profile.token is None:
+            raise GrantsError(f'grant "{profile.name}": scan_memory needs a profile with a key')
+        options["scan_memory_for"] = profile.token.reveal()
+    return run_profile(code, profile, caller=caller, **options)
 
 
 def _worker_main(conn: Connection, grants_path: str) -> None:
@@ -182,7 +189,7 @@ def job_args(
     memory_mb: int | None = None,
     clock: str = "real",
     trace_id: str | None = None,
-    scan_memory_for: str | None = None,
+    scan_memory: bool = False,
 ) -> tuple[str, Profile | str, str, dict[str, Any]]:
     """Exactly what crosses the pipe for one run: never a token (a test pickles it)."""
     if isinstance(profile, Profile):
@@ -197,8 +204,8 @@ def job_args(
         options["timeout_s"] = timeout_s
     if memory_mb is not None:
         options["memory_mb"] = memory_mb
-    if scan_memory_for is not None:
-        options["scan_memory_for"] = scan_memory_for
+    if scan_memory:
+        options["scan_memory"] = True
     return code, sent, caller, options
 
 
@@ -315,9 +322,11 @@ class RunPool:
         memory_mb: int | None = None,
         clock: str = "real",
         trace_id: str | None = None,
-        scan_memory_for: str | None = None,
+        scan_memory: bool = False,
     ) -> concurrent.futures.Future[RunOutcome]:
-        """Queue one run; the arguments mean what they mean for `run_profile`."""
+        """Queue one run; the arguments mean what they mean for `run_profile`, but for
+        `scan_memory`: count the profile's own key in the guest's memory after the run
+        (`run_profile`'s `scan_memory_for`, with the key the worker read itself)."""
         job = job_args(
             code,
             profile,
@@ -326,7 +335,7 @@ class RunPool:
             memory_mb=memory_mb,
             clock=clock,
             trace_id=trace_id,
-            scan_memory_for=scan_memory_for,
+            scan_memory=scan_memory,
         )
         if self._closed:
             raise RuntimeError("the RunPool is closed")

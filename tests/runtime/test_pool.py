@@ -56,7 +56,7 @@ def test_a_submitted_profile_keeps_its_base_url_and_the_worker_attaches_the_key(
         "agent-memory", CALLER
     )
     futures = [
-        pool.submit(RECALL, profile.with_base_url(api.url), caller=CALLER, scan_memory_for=KEY)
+        pool.submit(RECALL, profile.with_base_url(api.url), caller=CALLER, scan_memory=True)
         for _ in range(4)
     ]
     for future in concurrent.futures.as_completed(futures):
@@ -76,7 +76,7 @@ def test_the_key_never_crosses_the_pipe(pool_setup):
     assert profile.token is not None
     with pytest.raises(TypeError):
         pickle.dumps(profile)  # a Secret refuses pickling: without job_args this would fail
-    payload = pickle.dumps(job_args(RECALL, profile, caller=CALLER))
+    payload = pickle.dumps(job_args(RECALL, profile, caller=CALLER, scan_memory=True))
     assert KEY.encode() not in payload
 
 
@@ -146,3 +146,14 @@ def test_a_jwt_profile_warms_up_and_each_run_mints_for_its_caller(
     scheme, _, token = seen.headers["authorization"].partition(" ")
     claims = jwt.decode(token, OctKey.import_key(JWT_SECRET.encode()), ["HS256"]).claims
     assert (scheme, claims["sub"], claims["aud"]) == ("Bearer", CALLER, "memory-api")
+
+
+def test_scan_memory_looks_for_the_workers_own_key(pool_setup):
+    """The control for the zero above: code that spells the key out is found, so the
+    worker really scans, with the key it read itself (the parent sent only a flag)."""
+    pool, _ = pool_setup
+    spelled = pool.run(f'const k = "{KEY}"; print(k.length)', "agent-memory", caller=CALLER,
+                       scan_memory=True)  # fmt: skip
+    assert spelled.memory_hits > 0
+    plain = pool.run('print("no key here")', "agent-memory", caller=CALLER, scan_memory=True)
+    assert plain.memory_hits == 0
