@@ -54,8 +54,26 @@ class LoopbackServer:
 
     #: The name of the thread that serves requests, and the Server header.
     thread_name = "fake"
+    #: The Authorization scheme the API expects before its key ("Bearer", "Token").
+    scheme = "Bearer"
+    #: What the API calls its key, in messages ("bearer token", "API key").
+    key_word = "bearer token"
 
-    def __init__(self, host: str, port: int) -> None:
+    def __init__(
+        self,
+        token: str,
+        host: str,
+        port: int,
+        on_request: Callable[[RecordedRequest], None] | None = None,
+        check_responses: bool = True,
+    ) -> None:
+        if not token or any(ch.isspace() for ch in token):
+            raise ValueError(f"the fake needs a non-empty {self.key_word} without whitespace")
+        #: The one Authorization value the fake accepts (compared in constant time).
+        self._expected = f"{self.scheme} {token}".encode()
+        self._on_request = on_request
+        #: Refuse to hand out an answer the document forbids (a bug in the fake).
+        self._check_responses = check_responses
         self.host = host
         self.port = port
         self._log: list[RecordedRequest] = []
@@ -178,12 +196,11 @@ def _port(text: str) -> int:
 def serve(
     argv: list[str] | None,
     *,
-    make: Callable[..., LoopbackServer],
+    make: type[LoopbackServer],
     prog: str,
     api_name: str,
     default_port: int,
     token_env: str,
-    key_word: str,
     banner_suffix: Callable[[Any], str] = lambda api: "",
 ) -> int:
     """`python -m examples.NAME.fake`: serve the fake on loopback until interrupted,
@@ -193,6 +210,7 @@ def serve(
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=_port, default=default_port, help="port; 0 picks a free one")
+    key_word = make.key_word
     parser.add_argument("--token", help=f"the {key_word} to require (default: ${token_env})")
     args = parser.parse_args(argv)
     word = key_word.split()[-1]  # "bearer token" -> token, "API key" -> key

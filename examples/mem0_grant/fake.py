@@ -346,6 +346,8 @@ class FakeMem0(LoopbackServer):
     """
 
     thread_name = "fake-mem0"
+    scheme = "Token"
+    key_word = "API key"
 
     def __init__(
         self,
@@ -357,14 +359,9 @@ class FakeMem0(LoopbackServer):
         on_request: Callable[[RecordedRequest], None] | None = None,
         check_responses: bool = True,
     ) -> None:
-        if not token or any(ch.isspace() for ch in token):
-            raise ValueError("the fake needs a non-empty API key without whitespace")
-        super().__init__(host, port)
-        self._expected = f"Token {token}".encode()
+        super().__init__(token, host, port, on_request, check_responses)
         self.document = Mem0Document(document)
         self.store = _Store()
-        self._on_request = on_request
-        self._check_responses = check_responses
 
     # -- one request -------------------------------------------------------------
 
@@ -572,7 +569,6 @@ def main(argv: list[str] | None = None) -> int:
         api_name="Mem0 Platform",
         default_port=8788,
         token_env="MEM0_API_KEY",
-        key_word="API key",
     )
 
 

@@ -586,14 +586,9 @@ class FakeAgentMemory(LoopbackServer):
         on_request: Callable[[RecordedRequest], None] | None = None,
         check_responses: bool = True,
     ) -> None:
-        if not token or any(ch.isspace() for ch in token):
-            raise ValueError("the fake needs a non-empty bearer token without whitespace")
-        super().__init__(host, port)
-        self._expected = f"Bearer {token}".encode()
+        super().__init__(token, host, port, on_request, check_responses)
         self.document = ApiDocument(document)
         self._store = _Store(namespaces)
-        self._on_request = on_request
-        self._check_responses = check_responses
 
     # -- one request -------------------------------------------------------------
 
@@ -720,7 +715,6 @@ def main(argv: list[str] | None = None) -> int:
         api_name="Agent Memory",
         default_port=8787,
         token_env="CLOUDFLARE_API_TOKEN",
-        key_word="bearer token",
         banner_suffix=lambda api: api.document.prefix,
     )
 
