@@ -156,12 +156,18 @@ def _one(param: dict[str, Any], refs: Refs, where: str) -> Parameter:
     )
 
 
-#: A parameter object (by identity, kept alive beside its reading) -> its Parameter.
-ParameterMemo = dict[int, tuple[dict[str, Any], Parameter]]
+#: A parameter object (by identity, kept alive beside its reading) -> its Parameter and
+#: the key it is merged under (its location and name, a header's name lower-cased).
+ParameterMemo = dict[int, tuple[dict[str, Any], Parameter, tuple[ParameterLocation, str]]]
 
-
-#: Iterating an Enum class runs a generator each time; merged() does it per operation.
-_ALL_LOCATIONS = tuple(ParameterLocation)
+_PATH, _QUERY, _HEADER, _COOKIE = (
+    ParameterLocation.PATH,
+    ParameterLocation.QUERY,
+    ParameterLocation.HEADER,
+    ParameterLocation.COOKIE,
+)
+#: What an operation without parameters gets (most of GitHub's have some; many don't).
+_NONE = Parameters()
 
 
 def merged(
@@ -181,7 +187,9 @@ def merged(
     `memo` (one per document) reads a parameter object shared through `$ref` once:
     GitHub's operations share a few dozen (`owner`, `repo`, `per_page`) about 2,300
     times. What a parameter reads as does not depend on where it is used (`where` only
-    words a refusal, and a refusal ends the build).
+    words a refusal, and a refusal ends the build). This runs once per operation (1,222
+    on GitHub's document), so a parameter that is no `$ref` skips `deref`, and the
+    refusal's wording is built only when a `$ref` is followed.
     """
     by_key: dict[tuple[ParameterLocation, str], Parameter] = {}
     for owner in (path_item, op):
@@ -189,26 +197,37 @@ def merged(
         if not isinstance(raw, list):
             raise SpecError(f"specgen: {where}: parameters must be a list")
         for i, entry in enumerate(raw):
-            param = refs.deref(entry, f"{where} parameter {i}")
+            if isinstance(entry, dict) and "$ref" in entry:
+                param = refs.deref(entry, f"{where} parameter {i}")
+            else:
+                param = entry
             if not isinstance(param, dict):
                 raise SpecError(f"specgen: {where}: parameter {i} is not an object")
             hit = memo.get(id(param)) if memo is not None else None
             if hit is not None and hit[0] is param:
-                p = hit[1]
+                p, key = hit[1], hit[2]
             else:
                 p = _one(param, refs, where)
+                key = (p.location, p.name.lower() if p.location is _HEADER else p.name)
                 if memo is not None:
-                    memo[id(param)] = (param, p)
-            key_name = p.name.lower() if p.location is ParameterLocation.HEADER else p.name
-            by_key[(p.location, key_name)] = p
-    groups: dict[ParameterLocation, list[Parameter]] = {loc: [] for loc in _ALL_LOCATIONS}
+                    memo[id(param)] = (param, p, key)
+            by_key[key] = p
+    if not by_key:
+        return _NONE
+    path: list[Parameter] = []
+    query: list[Parameter] = []
+    header: list[Parameter] = []
+    cookie: list[Parameter] = []
     for (loc, key_name), p in by_key.items():
-        if loc is ParameterLocation.HEADER and key_name in IGNORED_HEADERS:
-            continue
-        groups[loc].append(p)
+        if loc is _QUERY:
+            query.append(p)
+        elif loc is _PATH:
+            path.append(p)
+        elif loc is _HEADER:
+            if key_name not in IGNORED_HEADERS:
+                header.append(p)
+        else:
+            cookie.append(p)
     return Parameters(
-        path=tuple(groups[ParameterLocation.PATH]),
-        query=tuple(groups[ParameterLocation.QUERY]),
-        header=tuple(groups[ParameterLocation.HEADER]),
-        cookie=tuple(groups[ParameterLocation.COOKIE]),
+        path=tuple(path), query=tuple(query), header=tuple(header), cookie=tuple(cookie)
     )

@@ -1,0 +1,64 @@
+"""The generator's fast paths answer exactly what the general code does.
+
+`pattern_error` answers a plain pattern with one regex match and runs its rule-by-rule
+checks for the rest; `_derive` splits a template whose parameters each fill a segment
+with one regex and walks the segments for the rest. Both general paths stay as the
+oracle: over arbitrary strings built from the characters that matter (braces, `*`,
+dots, `;`, `%`, controls, non-ASCII), the fast path must give the same answer.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from specgen import operations
+from specgen.routes import _pattern_checks, pattern_error
+
+#: Characters each rule looks at, plus ordinary ones so that plain patterns are common.
+_ROUTE_CHARS = st.sampled_from(list("/*.;%?#\\{}ab-_~$&+,:=@ \x00\x7f\x85é\u2028"))
+routes = st.builds(lambda s: "/" + s, st.text(_ROUTE_CHARS, max_size=24)) | st.text(
+    _ROUTE_CHARS, max_size=24
+)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(routes, st.booleans(), st.booleans())
+@example("/a/", False, False)
+@example("/a/", True, False)
+@example("/", True, True)
+@example("/.well-known/x", True, True)
+@example("/a/*.json", True, True)
+@example("/a/*.json", True, False)
+@example("/a//b", True, True)
+@example("/a/...", True, True)
+def test_pattern_error_fast_path_agrees_with_the_checks(
+    path: str, trailing_slash: bool, partial: bool
+) -> None:
+    assert pattern_error(path, trailing_slash=trailing_slash, partial=partial) == (
+        _pattern_checks(path, trailing_slash, partial)
+    )
+
+
+_TEMPLATE_CHARS = st.sampled_from(list("/{}{}*.;%ab-_~ é"))
+templates = st.builds(lambda s: "/" + s, st.text(_TEMPLATE_CHARS, max_size=28))
+
+
+@settings(max_examples=3000, deadline=None)
+@given(templates, st.booleans())
+@example("/repos/{owner}/{repo}/issues", True)
+@example("/a/{}", True)
+@example("/a/{b}.json", True)
+@example("/a/{b}.json", False)
+@example("/a/{b/c}", True)
+@example("/", False)
+@example("/a/", True)
+def test_derive_fast_split_agrees_with_the_segment_walk(template: str, full: bool) -> None:
+    fast = operations._derive(template, full)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(operations, "_WHOLE_SEGMENT_PARAMS", re.compile(r"(?!)"))
+        walked = operations._derive(template, full)
+    assert fast == walked
