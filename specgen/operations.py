@@ -82,7 +82,8 @@ class Operation:
     args: tuple[str, ...]
     has_body: bool
     summary: str
-    pieces: tuple[Piece, ...]
+    #: The template as (text, is a parameter) parts; `pieces` puts the arguments in.
+    layout: tuple[tuple[str, bool], ...]
     params: Parameters = field(default_factory=Parameters)
     #: Labels of declared parameters a grant cannot carry (cookies, broker-owned headers).
     dropped: tuple[str, ...] = ()
@@ -98,6 +99,22 @@ class Operation:
     def arg_list(self) -> tuple[str, ...]:
         args = (*self.args, "body") if self.has_body else self.args
         return (*args, "options") if self.has_options else args
+
+    @property
+    def pieces(self) -> tuple[Piece, ...]:
+        """The path expression of a method that concatenates its path (the reference
+        build's preamble): literals, and each path argument in its parameter's place.
+        Made when asked for, as only that template does, not for every operation."""
+        arg_of = iter(self.args)
+        return tuple(
+            Piece(next(arg_of), True) if is_param else Piece(text, False)
+            for text, is_param in self.layout
+        )
+
+    @property
+    def arg_text(self) -> str:
+        """The argument list as the preamble and the description write it."""
+        return ", ".join(self.arg_list)
 
     @property
     def call_args(self) -> str:
@@ -194,7 +211,7 @@ class _Path:
     template: str
     route: str = ""
     names: list[str] = field(default_factory=list)
-    pieces: list[tuple[str, bool]] = field(default_factory=list)
+    pieces: tuple[tuple[str, bool], ...] = ()
     problem: str = ""
 
 
@@ -223,9 +240,7 @@ def _derive(template: str, full: bool = False) -> _Path:
     if err is not None:
         out.problem = f"maps to route {go_quote(out.route)}, which a grant cannot hold: {err}"
         return out
-    for i, part in enumerate(_PARAM.split(template)):
-        if part:
-            out.pieces.append((part, i % 2 == 1))
+    out.pieces = tuple((part, i % 2 == 1) for i, part in enumerate(_PARAM.split(template)) if part)
     return out
 
 
@@ -301,12 +316,8 @@ class _Generator:
         self.explicit: set[str] = set()
         self.name_counters: dict[str, int] = {}
         self.param_memo: ParameterMemo = {}
-        #: (path parameter names, has_body) -> argument names; (text, is_param) -> Piece.
-        #: The verbs of one path share their arguments, and GitHub's 1,222 operations are
-        #: made of a few hundred distinct pieces (`/repos/`, `owner`, ...): an immutable
-        #: Piece is made once, not about 6,900 times.
+        #: (path parameter names, has_body) -> argument names.
         self.arg_memo: dict[tuple[tuple[str, ...], bool], tuple[str, ...]] = {}
-        self.piece_memo: dict[tuple[str, bool], Piece] = {}
 
     def params(
         self, path_item: dict[str, Any], op: dict[str, Any], method: str, path: str
@@ -346,7 +357,9 @@ class _Generator:
                 # checked before the server prefix is added: "/api" + "lights" would
                 # otherwise pass as the route "/apilights"
                 raise SpecError(f"specgen: path {go_quote(raw_path)} must start with /")
-            path_item = self.refs.deref(paths[raw_path], f"path {go_quote(raw_path)}")
+            path_item = paths[raw_path]
+            if isinstance(path_item, dict) and "$ref" in path_item:
+                path_item = self.refs.deref(path_item, f"path {go_quote(raw_path)}")
             if not isinstance(path_item, dict):
                 raise SpecError(f"specgen: path {go_quote(raw_path)} is not an object")
             self.path(self.prefix + raw_path, path_item)
@@ -366,6 +379,7 @@ class _Generator:
     def explicit_names(self, paths: dict[str, Any]) -> set[str]:
         """The method names the document's own operationIds claim, wherever they appear."""
         names: set[str] = set()
+        verbs = _CARRIED if self.full else _GRANTABLE
         for item in paths.values():
             try:
                 path_item = self.refs.deref(item, "")
@@ -373,8 +387,8 @@ class _Generator:
                 continue  # reported, in order, by the main pass
             if not isinstance(path_item, dict):
                 continue
-            for verb in _CARRIED if self.full else _GRANTABLE:
-                op = path_item.get(verb)
+            for verb in verbs.intersection(path_item):
+                op = path_item[verb]
                 op_id = op.get("operationId") if isinstance(op, dict) else None
                 if isinstance(op_id, str) and op_id:
                     names.add(naming.noted_ident(op_id)[0] if self.full else naming.js_ident(op_id))
@@ -431,7 +445,8 @@ class _Generator:
             params = merged(path_item, op, self.refs, f"{method} {template}", self.param_memo)
             if fragment:
                 params = self.fragment_params(params, fragment, method, template)
-            self.health_mark(op, method, template, derived, derived.problem)
+            if HEALTH_MARK in op:
+                self.health_mark(op, method, template, derived, derived.problem)
             if verb not in _CARRIED:
                 self.skipped.append(Skip(method, template, SKIP_TRACE))
                 continue
@@ -454,11 +469,12 @@ class _Generator:
                 have = self.bodies.setdefault(route, ())
                 new = operation.body_types
                 self.bodies[route] = (*have, *(t for t in new if t not in have))
-            have_q, have_h = self.declared.setdefault(route, ({}, {}))
+            have_q, have_h = self.declared.get(route) or self.declared.setdefault(route, ({}, {}))
             for p in query:
                 have_q[p.name] = _union(have_q.get(p.name), p)
             for p in headers:
-                have_h[p.name.lower()] = _union(have_h.get(p.name.lower()), p)
+                low = p.name.lower()
+                have_h[low] = _union(have_h.get(low), p)
 
     def fragment_params(
         self, params: Parameters, fragment: str, method: str, template: str
@@ -584,7 +600,7 @@ class _Generator:
             if self.full:
                 body_types = self.body_types(request_body, method, path)
                 has_body = bool(body_types)
-        args, pieces = self.arguments(derived, has_body)
+        args = self.arguments(derived, has_body)
         summary = op.get("summary")
         return Operation(
             method=method,
@@ -594,7 +610,7 @@ class _Generator:
             args=args,
             has_body=has_body,
             summary=one_line(summary) if isinstance(summary, str) else "",
-            pieces=pieces,
+            layout=derived.pieces,
             params=params or Parameters(),
             dropped=dropped,
             body_types=body_types,
@@ -604,27 +620,15 @@ class _Generator:
             header_names=carried[1] if carried is not None else (),
         )
 
-    def arguments(
-        self, derived: _Path, has_body: bool
-    ) -> tuple[tuple[str, ...], tuple[Piece, ...]]:
-        """The method's argument names and the pieces of its path expression, each path
-        argument in its piece's place; remembered per (names, has_body)."""
+    def arguments(self, derived: _Path, has_body: bool) -> tuple[str, ...]:
+        """The method's argument names, remembered per (path parameter names, has_body):
+        the verbs of one path share them, and many paths share `owner, repo`."""
         key = (tuple(derived.names), has_body)
         args = self.arg_memo.get(key)
         if args is None:
             extra = ("options",) if self.full else ()
             args = self.arg_memo[key] = tuple(naming.arg_names(derived.names, has_body, extra))
-        arg_of = iter(args)
-        memo = self.piece_memo
-        pieces = []
-        for text, is_param in derived.pieces:
-            if is_param:
-                text = next(arg_of)
-            piece = memo.get((text, is_param))
-            if piece is None:
-                piece = memo[(text, is_param)] = Piece(text, is_param)
-            pieces.append(piece)
-        return args, tuple(pieces)
+        return args
 
     def body_types(self, request_body: Any, method: str, path: str) -> tuple[str, ...]:
         """The body media types the broker can build for this operation, in its order.

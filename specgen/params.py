@@ -156,9 +156,27 @@ def _one(param: dict[str, Any], refs: Refs, where: str) -> Parameter:
     )
 
 
-#: A parameter object (by identity, kept alive beside its reading) -> its Parameter and
-#: the key it is merged under (its location and name, a header's name lower-cased).
-ParameterMemo = dict[int, tuple[dict[str, Any], Parameter, tuple[ParameterLocation, str]]]
+#: A `$ref` string, or a parameter object's id (the object kept alive beside its
+#: reading) -> the parameter object, its Parameter and the key it is merged under (its
+#: location and name, a header's name lower-cased).
+ParameterMemo = dict[int | str, tuple[dict[str, Any], Parameter, tuple["ParameterLocation", str]]]
+
+
+def _read(
+    param: Any, i: int, refs: Refs, where: str, memo: ParameterMemo | None
+) -> tuple[Parameter, tuple[ParameterLocation, str]]:
+    """One parameter object's Parameter and merge key, read once per object."""
+    if not isinstance(param, dict):
+        raise SpecError(f"specgen: {where}: parameter {i} is not an object")
+    hit = memo.get(id(param)) if memo is not None else None
+    if hit is not None and hit[0] is param:
+        return hit[1], hit[2]
+    p = _one(param, refs, where)
+    key = (p.location, p.name.lower() if p.location is _HEADER else p.name)
+    if memo is not None:
+        memo[id(param)] = (param, p, key)
+    return p, key
+
 
 _PATH, _QUERY, _HEADER, _COOKIE = (
     ParameterLocation.PATH,
@@ -188,8 +206,8 @@ def merged(
     GitHub's operations share a few dozen (`owner`, `repo`, `per_page`) about 2,300
     times. What a parameter reads as does not depend on where it is used (`where` only
     words a refusal, and a refusal ends the build). This runs once per operation (1,222
-    on GitHub's document), so a parameter that is no `$ref` skips `deref`, and the
-    refusal's wording is built only when a `$ref` is followed.
+    on GitHub's document), so a `$ref` read before is found by its string in one
+    lookup, without following it again or wording a refusal it cannot meet.
     """
     by_key: dict[tuple[ParameterLocation, str], Parameter] = {}
     for owner in (path_item, op):
@@ -198,19 +216,17 @@ def merged(
             raise SpecError(f"specgen: {where}: parameters must be a list")
         for i, entry in enumerate(raw):
             if isinstance(entry, dict) and "$ref" in entry:
-                param = refs.deref(entry, f"{where} parameter {i}")
+                ref = entry["$ref"]
+                hit = memo.get(ref) if memo is not None and isinstance(ref, str) else None
+                if hit is None:
+                    param = refs.deref(entry, f"{where} parameter {i}")
+                    p, key = _read(param, i, refs, where, memo)
+                    if memo is not None:
+                        memo[ref] = (param, p, key)
+                else:
+                    p, key = hit[1], hit[2]
             else:
-                param = entry
-            if not isinstance(param, dict):
-                raise SpecError(f"specgen: {where}: parameter {i} is not an object")
-            hit = memo.get(id(param)) if memo is not None else None
-            if hit is not None and hit[0] is param:
-                p, key = hit[1], hit[2]
-            else:
-                p = _one(param, refs, where)
-                key = (p.location, p.name.lower() if p.location is _HEADER else p.name)
-                if memo is not None:
-                    memo[id(param)] = (param, p, key)
+                p, key = _read(entry, i, refs, where, memo)
             by_key[key] = p
     if not by_key:
         return _NONE

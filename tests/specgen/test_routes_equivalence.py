@@ -15,7 +15,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from specgen import operations
+from specgen import allow, operations
 from specgen.routes import _pattern_checks, pattern_error
 
 #: Characters each rule looks at, plus ordinary ones so that plain patterns are common.
@@ -62,3 +62,20 @@ def test_derive_fast_split_agrees_with_the_segment_walk(template: str, full: boo
         mp.setattr(operations, "_WHOLE_SEGMENT_PARAMS", re.compile(r"(?!)"))
         walked = operations._derive(template, full)
     assert fast == walked
+
+
+def old_encode(text: str) -> str:
+    return "".join(
+        ch
+        if (ch.isascii() and ch.isprintable() and ch not in "%&=?#" and not ch.isspace())
+        else "".join(f"%{b:02X}" for b in ch.encode())
+        for ch in text
+    )
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.text(st.characters(blacklist_categories=("Cs",))) | st.text(_ROUTE_CHARS))
+@example("per_page")
+@example("a b&c=d?e#f%g\t\x7f\x1fé\u2028")
+def test_encode_agrees_with_the_per_character_rule(text: str) -> None:
+    assert allow._encode(text) == old_encode(text)
