@@ -12,11 +12,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import cached_property
+from operator import attrgetter
 from typing import Any
 
 from specgen import naming
 from specgen.allow import BODY_TYPES, AllowEntry, Permit, header_forbidden
 from specgen.errors import SpecError
+from specgen.frozen import make
 from specgen.params import (
     Parameter,
     ParameterLocation,
@@ -240,7 +243,9 @@ def _derive(template: str, full: bool = False) -> _Path:
     if err is not None:
         out.problem = f"maps to route {go_quote(out.route)}, which a grant cannot hold: {err}"
         return out
-    out.pieces = tuple((part, i % 2 == 1) for i, part in enumerate(_PARAM.split(template)) if part)
+    out.pieces = tuple(
+        [(part, i % 2 == 1) for i, part in enumerate(_PARAM.split(template)) if part]
+    )
     return out
 
 
@@ -311,9 +316,6 @@ class _Generator:
         self.warnings: list[str] = []
         self.health: list[str] = []
         self.names: set[str] = set()
-        # Names that explicit operationIds will take; a derived name never takes one, or a
-        # later operationId would be refused as a collision with a name we made up.
-        self.explicit: set[str] = set()
         self.name_counters: dict[str, int] = {}
         self.param_memo: ParameterMemo = {}
         #: (path parameter names, has_body) -> argument names.
@@ -349,7 +351,6 @@ class _Generator:
         paths = self.doc.get("paths")
         if not isinstance(paths, dict) or not paths:
             raise SpecError("specgen: spec declares no paths")
-        self.explicit = self.explicit_names(paths)
         for raw_path in sorted(paths):
             if raw_path.startswith("x-"):
                 continue  # a specification extension of the Paths object, not a path
@@ -375,6 +376,16 @@ class _Generator:
             raise SpecError(
                 "specgen: spec declares paths but no supported operations (GET/PUT/POST/DELETE/PATCH)"
             )
+
+    @cached_property
+    def explicit(self) -> set[str]:
+        """Names that explicit operationIds will take; a derived name never takes one, or
+        a later operationId would be refused as a collision with a name we made up.
+
+        Read the first time a name is derived or renamed, not up front: a document
+        whose every operationId is a usable name (GitHub's 1,222) never needs it.
+        """
+        return self.explicit_names(self.doc["paths"])
 
     def explicit_names(self, paths: dict[str, Any]) -> set[str]:
         """The method names the document's own operationIds claim, wherever they appear."""
@@ -454,7 +465,7 @@ class _Generator:
                 self.skipped.append(Skip(method, template, derived.problem))
                 continue
             query, headers, dropped = self.carried(params, method, template)
-            route = Route(path=derived.route, method=method)
+            route = Route(derived.route, method)
             operation = self.operation(
                 op,
                 verb,
@@ -602,7 +613,8 @@ class _Generator:
                 has_body = bool(body_types)
         args = self.arguments(derived, has_body)
         summary = op.get("summary")
-        return Operation(
+        return make(
+            Operation,
             method=method,
             template=path,
             route=derived.route,
@@ -725,12 +737,6 @@ class _Generator:
             )
 
 
-def _route_order(route: Route) -> tuple[str, str]:
-    """Route's own order, (path, method), as a key: sorting GitHub's 1,222 routes
-    through the dataclass's `__lt__` took about 11,000 Python-level comparisons."""
-    return (route.path, route.method)
-
-
 def _preferred(types: tuple[str, ...]) -> str:
     """The media type a generated method sends: JSON when the document offers it."""
     if "application/json" in types:
@@ -762,7 +768,7 @@ def _permits() -> Callable[[Parameter], Permit]:
     def permit(p: Parameter) -> Permit:
         hit = made.get(id(p))
         if hit is None or hit[0] is not p:
-            hit = made[id(p)] = (p, Permit(p.name, None, style_of(p)))
+            hit = made[id(p)] = (p, make(Permit, name=p.name, value=None, style=style_of(p)))
         return hit[1]
 
     return permit
@@ -841,19 +847,22 @@ def generate(
         )
     title = _info_text(doc, "title")
     version = _info_text(doc, "version")
-    allow = tuple(sorted(gen.allow, key=_route_order))
+    # Route's own order, (path, method), as a C-level key: the dataclass's __lt__ took
+    # about 11,000 Python-level comparisons for GitHub's 1,222 routes.
+    allow = tuple(sorted(gen.allow, key=attrgetter("path", "method")))
     declared = tuple(
-        (route, tuple(gen.declared[route][0].values()), tuple(gen.declared[route][1].values()))
+        (route, tuple(found[0].values()), tuple(found[1].values()))
         for route in allow
-        if route in gen.declared
+        if (found := gen.declared.get(route)) is not None
     )
     permit = _permits()
     catalog = tuple(
-        AllowEntry(
-            route,
-            tuple([permit(p) for p in query]),
-            tuple([permit(p) for p in headers]),
-            _body_entry(route.method, gen.bodies.get(route, ())),
+        make(
+            AllowEntry,
+            route=route,
+            query=tuple([permit(p) for p in query]),
+            headers=tuple([permit(p) for p in headers]),
+            body=_body_entry(route.method, gen.bodies.get(route, ())),
         )
         for route, query, headers in declared
     ) or tuple(AllowEntry(route) for route in allow)

@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from specgen.errors import SpecError
+from specgen.frozen import make
 from specgen.quoting import go_quote
 from specgen.refs import Refs
 
@@ -122,8 +123,12 @@ def summarise(schema: Any, refs: Refs, where: str) -> SchemaSummary:
         except SpecError:
             items = ""
     pattern = schema.get("pattern") if kind in ("string", "") else None
-    return SchemaSummary(
-        type=kind, enum=enum, items=items, pattern=pattern if isinstance(pattern, str) else None
+    return make(
+        SchemaSummary,
+        type=kind,
+        enum=enum,
+        items=items,
+        pattern=pattern if isinstance(pattern, str) else None,
     )
 
 
@@ -146,7 +151,8 @@ def _one(param: dict[str, Any], refs: Refs, where: str) -> Parameter:
     if schema is None and isinstance(param.get("content"), dict):
         # `content` instead of `schema`: the value is a serialised document, a string
         schema = {"type": "string"}
-    return Parameter(
+    return make(
+        Parameter,
         name=name,
         location=location,
         required=param.get("required") is True or location is ParameterLocation.PATH,
@@ -244,6 +250,6 @@ def merged(
                 header.append(p)
         else:
             cookie.append(p)
-    return Parameters(
-        path=tuple(path), query=tuple(query), header=tuple(header), cookie=tuple(cookie)
+    return make(
+        Parameters, path=tuple(path), query=tuple(query), header=tuple(header), cookie=tuple(cookie)
     )
