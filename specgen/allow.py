@@ -368,7 +368,7 @@ def _encode(text: str) -> str:
     character but printable ASCII other than space and `%&=?#`, as its UTF-8 bytes.
 
     One regex pass finds those characters (allow.json writes about 3,000 names for
-    GitHub's document, nearly all plain); tests/specgen/test_routes_equivalence.py
+    GitHub's document, nearly all plain); tests/specgen/test_fast_paths_equivalence.py
     compares it with the per-character rule over arbitrary text.
     """
     return _TO_ENCODE.sub(_percent, text)

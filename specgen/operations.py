@@ -225,7 +225,7 @@ def _derive(template: str, full: bool = False) -> _Path:
     parameter inside literal text (`{name}.json` -> `*.json`); the reference build
     skips both. A template whose parameters each fill a segment (nearly all) is split
     by one regex; `_split_segments` walks the others, segment by segment, and words
-    what is wrong (tests/specgen/test_routes_equivalence.py holds both to one answer).
+    what is wrong (tests/specgen/test_fast_paths_equivalence.py holds both to one answer).
     """
     out = _Path(template)
     if not template.startswith("/"):

@@ -107,7 +107,7 @@ def pattern_error(path: str, *, trailing_slash: bool = True, partial: bool = Fal
     every check, so one C-level match answers for it; the checks below, which also
     name what is wrong, run for the rest. The generator asks once per path (811 times
     for GitHub's document), and the checks cost about ten times the match.
-    tests/specgen/test_routes_equivalence.py holds the two to the same answers.
+    tests/specgen/test_fast_paths_equivalence.py holds the two to the same answers.
     """
     if _PLAIN_PATTERN.fullmatch(path) is not None and (trailing_slash or not path.endswith("/")):
         return None

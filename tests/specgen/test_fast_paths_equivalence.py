@@ -2,9 +2,12 @@
 
 `pattern_error` answers a plain pattern with one regex match and runs its rule-by-rule
 checks for the rest; `_derive` splits a template whose parameters each fill a segment
-with one regex and walks the segments for the rest. Both general paths stay as the
+with one regex and walks the segments for the rest; allow.json's percent-encoding finds
+what to encode with one regex; `js_string` and `go_quote` return printable ASCII with
+nothing to escape as it is. The general code (or the old per-character rule) is the
 oracle: over arbitrary strings built from the characters that matter (braces, `*`,
-dots, `;`, `%`, controls, non-ASCII), the fast path must give the same answer.
+dots, `;`, `%`, quotes, backslashes, controls, non-ASCII), each fast path must give
+the same answer.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from specgen import allow, operations
+from specgen.quoting import go_quote, js_string
 from specgen.routes import _pattern_checks, pattern_error
+from tests.specgen.test_quoting_equivalence import old_go_quote, old_js_string
 
 #: Characters each rule looks at, plus ordinary ones so that plain patterns are common.
 _ROUTE_CHARS = st.sampled_from(list("/*.;%?#\\{}ab-_~$&+,:=@ \x00\x7f\x85é\u2028"))
@@ -79,3 +84,21 @@ def old_encode(text: str) -> str:
 @example("a b&c=d?e#f%g\t\x7f\x1fé\u2028")
 def test_encode_agrees_with_the_per_character_rule(text: str) -> None:
     assert allow._encode(text) == old_encode(text)
+
+
+#: Printable ASCII, where `js_string` and `go_quote` take their fast path unless one of
+#: the characters they escape is present.
+_PRINTABLE_ASCII = st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=40)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    _PRINTABLE_ASCII | st.text(st.sampled_from(list('ab/-_"\\<>& \x7f\x1f\u2028é')), max_size=12)
+)
+@example("\\")
+@example('"')
+@example("a<b>&c")
+@example("security-advisories/list-global-advisories")
+def test_quoting_fast_paths_agree_with_the_per_character_rules(text: str) -> None:
+    assert js_string(text) == old_js_string(text)
+    assert go_quote(text) == old_go_quote(text)
