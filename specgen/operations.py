@@ -615,21 +615,23 @@ class _Generator:
         summary = op.get("summary")
         return make(
             Operation,
-            method=method,
-            template=path,
-            route=derived.route,
-            name=name,
-            args=args,
-            has_body=has_body,
-            summary=one_line(summary) if isinstance(summary, str) else "",
-            layout=derived.pieces,
-            params=params or Parameters(),
-            dropped=dropped,
-            body_types=body_types,
-            body_type=_preferred(body_types),
-            structured=carried is not None,
-            query_names=carried[0] if carried is not None else (),
-            header_names=carried[1] if carried is not None else (),
+            {
+                "method": method,
+                "template": path,
+                "route": derived.route,
+                "name": name,
+                "args": args,
+                "has_body": has_body,
+                "summary": one_line(summary) if isinstance(summary, str) else "",
+                "layout": derived.pieces,
+                "params": params or Parameters(),
+                "dropped": dropped,
+                "body_types": body_types,
+                "body_type": _preferred(body_types),
+                "structured": carried is not None,
+                "query_names": carried[0] if carried is not None else (),
+                "header_names": carried[1] if carried is not None else (),
+            },
         )
 
     def arguments(self, derived: _Path, has_body: bool) -> tuple[str, ...]:
@@ -768,7 +770,10 @@ def _permits() -> Callable[[Parameter], Permit]:
     def permit(p: Parameter) -> Permit:
         hit = made.get(id(p))
         if hit is None or hit[0] is not p:
-            hit = made[id(p)] = (p, make(Permit, name=p.name, value=None, style=style_of(p)))
+            hit = made[id(p)] = (
+                p,
+                make(Permit, {"name": p.name, "value": None, "style": style_of(p)}),
+            )
         return hit[1]
 
     return permit
@@ -859,10 +864,12 @@ def generate(
     catalog = tuple(
         make(
             AllowEntry,
-            route=route,
-            query=tuple([permit(p) for p in query]),
-            headers=tuple([permit(p) for p in headers]),
-            body=_body_entry(route.method, gen.bodies.get(route, ())),
+            {
+                "route": route,
+                "query": tuple([permit(p) for p in query]),
+                "headers": tuple([permit(p) for p in headers]),
+                "body": _body_entry(route.method, gen.bodies.get(route, ())),
+            },
         )
         for route, query, headers in declared
     ) or tuple(AllowEntry(route) for route in allow)

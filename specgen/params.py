@@ -125,10 +125,12 @@ def summarise(schema: Any, refs: Refs, where: str) -> SchemaSummary:
     pattern = schema.get("pattern") if kind in ("string", "") else None
     return make(
         SchemaSummary,
-        type=kind,
-        enum=enum,
-        items=items,
-        pattern=pattern if isinstance(pattern, str) else None,
+        {
+            "type": kind,
+            "enum": enum,
+            "items": items,
+            "pattern": pattern if isinstance(pattern, str) else None,
+        },
     )
 
 
@@ -153,12 +155,14 @@ def _one(param: dict[str, Any], refs: Refs, where: str) -> Parameter:
         schema = {"type": "string"}
     return make(
         Parameter,
-        name=name,
-        location=location,
-        required=param.get("required") is True or location is ParameterLocation.PATH,
-        schema=summarise(schema, refs, f"{where} parameter {go_quote(name)} schema"),
-        style=style,
-        explode=explode,
+        {
+            "name": name,
+            "location": location,
+            "required": param.get("required") is True or location is ParameterLocation.PATH,
+            "schema": summarise(schema, refs, f"{where} parameter {go_quote(name)} schema"),
+            "style": style,
+            "explode": explode,
+        },
     )
 
 
@@ -251,5 +255,11 @@ def merged(
         else:
             cookie.append(p)
     return make(
-        Parameters, path=tuple(path), query=tuple(query), header=tuple(header), cookie=tuple(cookie)
+        Parameters,
+        {
+            "path": tuple(path),
+            "query": tuple(query),
+            "header": tuple(header),
+            "cookie": tuple(cookie),
+        },
     )

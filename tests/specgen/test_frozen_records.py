@@ -62,7 +62,7 @@ def test_a_made_record_is_still_frozen() -> None:
     fields = {f.name: f.default for f in dataclasses.fields(Operation)}
     fields.update(method="GET", template="/a", route="/a", name="a", args=(), has_body=False)
     fields.update(summary="", layout=(), params=None)
-    op = make(Operation, **fields)
+    op = make(Operation, dict(fields))
     with pytest.raises(dataclasses.FrozenInstanceError):
         op.method = "POST"  # type: ignore[misc]
     assert op == Operation(**fields)
