@@ -234,18 +234,17 @@ def _derive(template: str, full: bool = False) -> _Path:
         raise SpecError(
             f"specgen: path {go_quote(template)} contains a control character or line terminator"
         )
+    parts = _PARAM.split(template)  # literal, name, literal, name, ..., literal
     if _WHOLE_SEGMENT_PARAMS.fullmatch(template) is not None:
-        out.names = _PARAM.findall(template)
-        out.route = _PARAM.sub("*", template)
+        out.names = parts[1::2]
+        out.route = "*".join(parts[0::2])
     elif not _split_segments(template, full, out):
         return out
     err = pattern_error(out.route, trailing_slash=full, partial=full)
     if err is not None:
         out.problem = f"maps to route {go_quote(out.route)}, which a grant cannot hold: {err}"
         return out
-    out.pieces = tuple(
-        [(part, i % 2 == 1) for i, part in enumerate(_PARAM.split(template)) if part]
-    )
+    out.pieces = tuple([(part, i % 2 == 1) for i, part in enumerate(parts) if part])
     return out
 
 
