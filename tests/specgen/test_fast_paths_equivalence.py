@@ -18,7 +18,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from specgen import allow, operations
+from specgen import allow, operations, render
 from specgen.quoting import go_quote, js_string
 from specgen.routes import _pattern_checks, pattern_error
 from tests.specgen.test_quoting_equivalence import old_go_quote, old_js_string
@@ -102,3 +102,15 @@ _PRINTABLE_ASCII = st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E)
 def test_quoting_fast_paths_agree_with_the_per_character_rules(text: str) -> None:
     assert js_string(text) == old_js_string(text)
     assert go_quote(text) == old_go_quote(text)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    st.text(st.sampled_from(list('GET /a*?=&b%_-"\\<>\x1f\u2028é')), max_size=30)
+    | st.text(max_size=30)
+)
+@example("GET /repos/*/*/issues?state&per_page&page")
+@example("GET /a?x=\\u0026&y")
+@example("GET /a?x=<&y")
+def test_query_entry_text_agrees_with_escaping_every_character(value: str) -> None:
+    assert render._query_text(value) == js_string(value).replace("\\u0026", "&")
