@@ -150,6 +150,8 @@ def noted_ident(raw: str) -> tuple[str, str | None]:
 
 def unsafe_method_name(name: str) -> str | None:
     """Why `name` may not be a generated method's name as it stands, or None."""
+    if name not in _UNSAFE:  # one lookup for the common case: every operation asks
+        return None
     if name in CLIENT_METHODS:
         return "is one of the injected client's own methods"
     if name in OBJECT_PROTOTYPE:
@@ -159,6 +161,10 @@ def unsafe_method_name(name: str) -> str | None:
     if name in RESERVED:
         return "is a JavaScript reserved word"
     return None
+
+
+#: Every name `unsafe_method_name` has a reason for.
+_UNSAFE = frozenset(CLIENT_METHODS) | OBJECT_PROTOTYPE | THENABLE | RESERVED
 
 
 def unique(base: str, taken: Callable[[str], bool], counters: dict[str, int]) -> str:

@@ -203,7 +203,13 @@ class Generated:
 
 
 def one_line(text: str) -> str:
-    """Fold whitespace and control characters so a summary can never add a line."""
+    """Fold whitespace and control characters so a summary can never add a line.
+
+    Printable text holds no control character and no whitespace but the space, so
+    splitting it on whitespace is all `fold_line` would do (without its regex pass).
+    """
+    if text.isprintable():
+        return " ".join(text.split())
     return fold_line(text)
 
 
@@ -527,7 +533,7 @@ class _Generator:
         headers: list[Parameter] = []
         dropped: list[str] = []
         for p in params.query:
-            if not p.name or has_control(p.name):
+            if not p.name or (not p.name.isprintable() and has_control(p.name)):
                 dropped.append(f"query {go_quote(p.name)} (not a name a grant can hold)")
             else:
                 query.append(p)
