@@ -257,12 +257,25 @@ class _Converter:
         # fragment -> where it points: every `$ref` to a shared schema, parameter or
         # response is walked once, not at every use
         self.targets: dict[str, Any] = {}
+        self.finals: dict[str, Any] = {}  # `$ref` -> where its chain ends (see `final`)
 
     def target(self, fragment: str) -> Any:
         """`resolve_pointer(doc, fragment)`, remembered."""
         found = self.targets.get(fragment, _UNSEEN)
         if found is _UNSEEN:
             found = self.targets[fragment] = resolve_pointer(self.doc, fragment)
+        return found
+
+    def final(self, node: Any) -> Any:
+        """`_deref(self.target, node)`, remembered per `$ref`: where a chain ends depends
+        only on its first reference, and GitHub's operations name a few dozen shared
+        parameters and responses thousands of times."""
+        ref = node.get("$ref") if isinstance(node, dict) else None
+        if not isinstance(ref, str):
+            return node
+        found = self.finals.get(ref, _UNSEEN)
+        if found is _UNSEEN:
+            found = self.finals[ref] = _deref(self.target, node)
         return found
 
     # -- names -------------------------------------------------------------------------
@@ -502,9 +515,10 @@ def _deref(resolve: Callable[[str], Any], node: Any) -> Any:
     return node
 
 
-def _json_schema(resolve: Callable[[str], Any], owner: Any) -> tuple[bool, Any]:
-    """(has content, the schema of its JSON media type or else its first one)."""
-    owner = _deref(resolve, owner)
+def _json_schema(final: Callable[[Any], Any], owner: Any) -> tuple[bool, Any]:
+    """(has content, the schema of its JSON media type or else its first one);
+    `final` follows `owner`'s `$ref` chain (`_Converter.final`)."""
+    owner = final(owner)
     content = owner.get("content") if isinstance(owner, dict) else None
     if not isinstance(content, dict) or not content:
         return False, None
@@ -536,7 +550,7 @@ class _Builder:
         for owner in (path_item, op):
             raw = owner.get("parameters")
             for entry in raw if isinstance(raw, list) else []:
-                param = _deref(self.conv.target, entry)
+                param = self.conv.final(entry)
                 if isinstance(param, dict) and param.get("in") in _LOCATIONS:
                     merged[(str(param["in"]), str(param.get("name") or ""))] = param
         return merged
@@ -544,7 +558,7 @@ class _Builder:
     def param_schema(self, param: dict[str, Any]) -> Any:
         if "schema" in param:
             return param["schema"]
-        return _json_schema(self.conv.target, param)[1] or {}
+        return _json_schema(self.conv.final, param)[1] or {}
 
     def param(
         self,
@@ -606,8 +620,8 @@ class _Builder:
         body: str | None = None
         body_required = False
         if op.has_body:
-            request = _deref(self.conv.target, raw_op.get("requestBody"))
-            has, schema = _json_schema(self.conv.target, request)
+            request = self.conv.final(raw_op.get("requestBody"))
+            has, schema = _json_schema(self.conv.final, request)
             body = self.conv.expr(schema, scope) if has else "unknown"
             body_required = isinstance(request, dict) and request.get("required") is True
         response = self.response(raw_op, scope)
@@ -633,7 +647,7 @@ class _Builder:
         # only 2xx codes, in order (filtering before sorting keeps their order)
         for code in sorted(c for c in map(str, responses) if len(c) == 3 and c[0] == "2"):
             has, schema = _json_schema(
-                self.conv.target,
+                self.conv.final,
                 responses.get(code, responses.get(int(code) if code.isdigit() else code)),
             )
             if has:
@@ -650,7 +664,7 @@ def generate(doc: dict[str, Any], gen: Generated, prefix: str = "") -> TypeSet:
     ops: list[OperationTypes] = []
     for op in gen.operations:
         raw_path = op.template[len(prefix) :] if op.template.startswith(prefix) else op.template
-        path_item = _deref(builder.conv.target, paths.get(raw_path))
+        path_item = builder.conv.final(paths.get(raw_path))
         raw_op = path_item.get(op.method.lower()) if isinstance(path_item, dict) else None
         if not isinstance(raw_op, dict) or not isinstance(path_item, dict):
             ops.append(OperationTypes(op, "", (), (), None, False, "unknown", (), 1))
