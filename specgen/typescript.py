@@ -195,19 +195,23 @@ class OperationTypes:
     def options_required(self) -> bool:
         return any(p.required for p in self.extra_params if p.sent)
 
+    @property
     def arguments(self) -> str:
+        """The method's parameter list (a property: types.d.ts.j2 reads it per method,
+        and Jinja's call of a method costs more than the method)."""
         args = [f"{p.name}: {p.ts}" for p in self.path_params]
         if self.body is not None:
             args.append(f"body{'' if self.body_required else '?'}: {self.body}")
         options = self.options
         if options is not None:
-            if self.body is not None and not self.body_required and self.options_required:
+            required = self.options_required
+            if self.body is not None and not self.body_required and required:
                 args[-1] = args[-1].replace("body?:", "body:", 1)
-            args.append(f"options{'' if self.options_required else '?'}: {options}")
+            args.append(f"options{'' if required else '?'}: {options}")
         return ", ".join(args)
 
     def signature(self, global_name: str) -> str:
-        return f"{global_name}.{self.op.name}({self.arguments()}): Promise<{self.response}>"
+        return f"{global_name}.{self.op.name}({self.arguments}): Promise<{self.response}>"
 
 
 @dataclass(frozen=True)
