@@ -399,9 +399,9 @@ class _Converter:
             if not isinstance(values, list) or not values or len(values) > MAX_MEMBERS:
                 return self.plain(schema, scope, depth, seen)
             literals = [_literal(v) for v in values]
-            if any(lit is None for lit in literals):
+            if None in literals:  # a value with no literal type (an object, a list)
                 return self.plain(schema, scope, depth, seen)
-            return _join(list(dict.fromkeys(str(lit) for lit in literals)), " | ")
+            return _join(list(dict.fromkeys(literals)), " | ")
         return self.plain(schema, scope, depth, seen)
 
     def plain(self, schema: dict[str, Any], scope: _Scope, depth: int, seen: frozenset[str]) -> str:
