@@ -526,7 +526,10 @@ def _json_schema(final: Callable[[Any], Any], owner: Any) -> tuple[bool, Any]:
     content = owner.get("content") if isinstance(owner, dict) else None
     if not isinstance(content, dict) or not content:
         return False, None
-    media = sorted(content, key=lambda m: (not _is_json(str(m)), str(m)))[0]
+    if len(content) == 1:  # nearly always: no order to find
+        media = next(iter(content))
+    else:
+        media = sorted(content, key=lambda m: (not _is_json(str(m)), str(m)))[0]
     entry = content[media] if isinstance(content[media], dict) else {}
     if not _is_json(str(media)) and "schema" not in entry:
         return True, {"type": "string"}
