@@ -39,6 +39,16 @@ MAX_EXPR = 8000
 MAX_DOC = 240
 
 _COMPONENT = "#/components/schemas/"
+#: Keys that make a schema more than its `type` says (see _Converter.expr).
+_NOT_PLAIN = frozenset(["$ref", "allOf", "oneOf", "anyOf", "const", "enum"])
+#: The TypeScript of each scalar `type` (the first branches of _Converter.one_type).
+_SCALAR = {
+    "string": "string",
+    "integer": "number",
+    "number": "number",
+    "boolean": "boolean",
+    "null": "null",
+}
 _UNSEEN: Any = object()
 _IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
 _PARAM = re.compile(r"\{([^{}]*)\}")
@@ -93,24 +103,29 @@ def doc_text(text: object) -> str:
     return _doc_line(text)
 
 
-#: Input enough to fill a doc comment in nearly every case (see _doc_line).
-_DOC_HEAD = 4 * MAX_DOC
+#: Heads of a description tried, shortest first, before all of it: the first fills a doc
+#: comment unless folding whitespace shrank it by a fifth, which prose rarely does.
+_DOC_HEADS = (MAX_DOC * 5 // 4, 4 * MAX_DOC)
 
 
 @lru_cache(maxsize=4096)  # shared parameters repeat their descriptions hundreds of times
 def _doc_line(text: str) -> str:
-    if len(text) > _DOC_HEAD:
+    for size in _DOC_HEADS:
+        if len(text) <= size:
+            break
         # Folding only joins whole words with single spaces, and `*/` is two characters,
         # so the comment text of a prefix is a prefix of the whole text's. A long
         # description (GitHub's run to pages) is cut after its first few hundred
-        # characters whenever those already fill the comment.
-        head = ts_comment(text[:_DOC_HEAD])
+        # characters whenever those already fill the comment: folding is most of the
+        # cost of typing a large document, and it is paid per character read.
+        head = ts_comment(text[:size])
         if len(head) > MAX_DOC:
             return head[: MAX_DOC - 1].rstrip() + "…"
     line = ts_comment(text)
     return line if len(line) <= MAX_DOC else line[: MAX_DOC - 1].rstrip() + "…"
 
 
+@lru_cache(maxsize=4096)  # GitHub's schemas name about 8,700 members, most of them often
 def member_key(name: str) -> str:
     """A property name as TypeScript needs it: bare when it is an identifier."""
     return name if _IDENT.match(name) else js_string(name)
@@ -129,13 +144,15 @@ class Declaration:
 
 @dataclass(frozen=True)
 class Param:
-    """One parameter of a method: where it travels and its TypeScript."""
+    """One parameter of a method: where it travels, its TypeScript, and whether the
+    generated method sends it (from its `options` argument; never for a path one)."""
 
     name: str
     location: str
     ts: str
     required: bool
     doc: str
+    sent: bool = False
 
 
 @dataclass(frozen=True)
@@ -144,7 +161,9 @@ class OperationTypes:
 
     op: Operation
     doc: str
-    params: tuple[Param, ...]
+    path_params: tuple[Param, ...]
+    #: Query, header and cookie parameters, each with whether the client sends it.
+    extra_params: tuple[Param, ...]
     body: str | None
     body_required: bool
     response: str
@@ -153,19 +172,12 @@ class OperationTypes:
     tags: tuple[str, ...] = ()
 
     @property
-    def path_params(self) -> tuple[Param, ...]:
-        return tuple(p for p in self.params if p.location == "path")
-
-    @property
-    def extra_params(self) -> tuple[Param, ...]:
-        """Query, header and cookie parameters, each with whether the client sends it."""
-        return tuple(p for p in self.params if p.location != "path")
+    def params(self) -> tuple[Param, ...]:
+        return self.path_params + self.extra_params
 
     def sent(self, p: Param) -> bool:
         """Does the generated method send `p` (from its `options` argument)?"""
-        if p.location == "query":
-            return p.name in self.op.query_names
-        return p.location == "header" and p.name in self.op.header_names
+        return p.sent
 
     @property
     def options(self) -> str | None:
@@ -175,27 +187,31 @@ class OperationTypes:
         members = [
             f"{member_key(p.name)}{'' if p.required else '?'}: {p.ts}"
             for p in self.extra_params
-            if self.sent(p)
+            if p.sent
         ]
         return "{ " + "; ".join(members) + " }"
 
     @property
     def options_required(self) -> bool:
-        return any(p.required for p in self.extra_params if self.sent(p))
+        return any(p.required for p in self.extra_params if p.sent)
 
+    @property
     def arguments(self) -> str:
+        """The method's parameter list (a property: types.d.ts.j2 reads it per method,
+        and Jinja's call of a method costs more than the method)."""
         args = [f"{p.name}: {p.ts}" for p in self.path_params]
         if self.body is not None:
             args.append(f"body{'' if self.body_required else '?'}: {self.body}")
         options = self.options
         if options is not None:
-            if self.body is not None and not self.body_required and self.options_required:
+            required = self.options_required
+            if self.body is not None and not self.body_required and required:
                 args[-1] = args[-1].replace("body?:", "body:", 1)
-            args.append(f"options{'' if self.options_required else '?'}: {options}")
+            args.append(f"options{'' if required else '?'}: {options}")
         return ", ".join(args)
 
     def signature(self, global_name: str) -> str:
-        return f"{global_name}.{self.op.name}({self.arguments()}): Promise<{self.response}>"
+        return f"{global_name}.{self.op.name}({self.arguments}): Promise<{self.response}>"
 
 
 @dataclass(frozen=True)
@@ -245,12 +261,25 @@ class _Converter:
         # fragment -> where it points: every `$ref` to a shared schema, parameter or
         # response is walked once, not at every use
         self.targets: dict[str, Any] = {}
+        self.finals: dict[str, Any] = {}  # `$ref` -> where its chain ends (see `final`)
 
     def target(self, fragment: str) -> Any:
         """`resolve_pointer(doc, fragment)`, remembered."""
         found = self.targets.get(fragment, _UNSEEN)
         if found is _UNSEEN:
             found = self.targets[fragment] = resolve_pointer(self.doc, fragment)
+        return found
+
+    def final(self, node: Any) -> Any:
+        """`_deref(self.target, node)`, remembered per `$ref`: where a chain ends depends
+        only on its first reference, and GitHub's operations name a few dozen shared
+        parameters and responses thousands of times."""
+        ref = node.get("$ref") if isinstance(node, dict) else None
+        if not isinstance(ref, str):
+            return node
+        found = self.finals.get(ref, _UNSEEN)
+        if found is _UNSEEN:
+            found = self.finals[ref] = _deref(self.target, node)
         return found
 
     # -- names -------------------------------------------------------------------------
@@ -280,7 +309,33 @@ class _Converter:
     def expr(
         self, schema: Any, scope: _Scope, depth: int = 0, seen: frozenset[str] = frozenset()
     ) -> str:
-        """The TypeScript for `schema`; never longer than MAX_EXPR."""
+        """The TypeScript for `schema`; never longer than MAX_EXPR.
+
+        Two kinds of schema are answered here with what `general` would answer, in one
+        call instead of up to five: one plain `type` (no `$ref`, composition, `const` or
+        `enum`), and a `$ref` to a component already declared. They are nearly every node
+        of a large document (about 10,000 of GitHub's 12,700), and the calls were most of
+        the conversion's time. tests/specgen/test_typescript_equivalence.py holds the two
+        paths to one answer.
+        """
+        if type(schema) is dict and depth <= MAX_DEPTH:
+            if schema.keys().isdisjoint(_NOT_PLAIN):
+                kind = schema.get("type")
+                if type(kind) is str:
+                    text = _SCALAR.get(kind) or self.one_type(kind, schema, scope, depth, seen)
+                    if schema.get("nullable") is True and text not in ("null", "unknown"):
+                        text += " | null"
+                    return text if len(text) <= MAX_EXPR else self.fallback(scope)
+            else:
+                ref = schema.get("$ref")
+                name = self.names.get(ref) if type(ref) is str else None
+                if name is not None:  # a component `ref` already declared (see `ref`)
+                    scope.refs.append(name)
+                    return name if len(name) <= MAX_EXPR else self.fallback(scope)
+        return self.general(schema, scope, depth, seen)
+
+    def general(self, schema: Any, scope: _Scope, depth: int, seen: frozenset[str]) -> str:
+        """`expr` without its fast path: every schema, the long way."""
         text = self._expr(schema, scope, depth, seen)
         return text if len(text) <= MAX_EXPR else self.fallback(scope)
 
@@ -344,9 +399,9 @@ class _Converter:
             if not isinstance(values, list) or not values or len(values) > MAX_MEMBERS:
                 return self.plain(schema, scope, depth, seen)
             literals = [_literal(v) for v in values]
-            if any(lit is None for lit in literals):
+            if None in literals:  # a value with no literal type (an object, a list)
                 return self.plain(schema, scope, depth, seen)
-            return _join(list(dict.fromkeys(str(lit) for lit in literals)), " | ")
+            return _join(list(dict.fromkeys(literals)), " | ")
         return self.plain(schema, scope, depth, seen)
 
     def plain(self, schema: dict[str, Any], scope: _Scope, depth: int, seen: frozenset[str]) -> str:
@@ -464,13 +519,17 @@ def _deref(resolve: Callable[[str], Any], node: Any) -> Any:
     return node
 
 
-def _json_schema(resolve: Callable[[str], Any], owner: Any) -> tuple[bool, Any]:
-    """(has content, the schema of its JSON media type or else its first one)."""
-    owner = _deref(resolve, owner)
+def _json_schema(final: Callable[[Any], Any], owner: Any) -> tuple[bool, Any]:
+    """(has content, the schema of its JSON media type or else its first one);
+    `final` follows `owner`'s `$ref` chain (`_Converter.final`)."""
+    owner = final(owner)
     content = owner.get("content") if isinstance(owner, dict) else None
     if not isinstance(content, dict) or not content:
         return False, None
-    media = sorted(content, key=lambda m: (not _is_json(str(m)), str(m)))[0]
+    if len(content) == 1:  # nearly always: no order to find
+        media = next(iter(content))
+    else:
+        media = sorted(content, key=lambda m: (not _is_json(str(m)), str(m)))[0]
     entry = content[media] if isinstance(content[media], dict) else {}
     if not _is_json(str(media)) and "schema" not in entry:
         return True, {"type": "string"}
@@ -486,6 +545,10 @@ class _Builder:
     def __init__(self, doc: dict[str, Any]) -> None:
         self.doc = doc
         self.conv = _Converter(doc)
+        # (id(parameter object), name, location, required, sent) -> (the object, its
+        # Param, the names and fallbacks its schema added to the operation's scope)
+        self.params: dict[tuple[Any, ...], tuple[Any, Param, tuple[str, ...], int]]
+        self.params = {}
 
     def parameters(
         self, path_item: dict[str, Any], op: dict[str, Any]
@@ -494,7 +557,7 @@ class _Builder:
         for owner in (path_item, op):
             raw = owner.get("parameters")
             for entry in raw if isinstance(raw, list) else []:
-                param = _deref(self.conv.target, entry)
+                param = self.conv.final(entry)
                 if isinstance(param, dict) and param.get("in") in _LOCATIONS:
                     merged[(str(param["in"]), str(param.get("name") or ""))] = param
         return merged
@@ -502,38 +565,70 @@ class _Builder:
     def param_schema(self, param: dict[str, Any]) -> Any:
         if "schema" in param:
             return param["schema"]
-        return _json_schema(self.conv.target, param)[1] or {}
+        return _json_schema(self.conv.final, param)[1] or {}
+
+    def param(
+        self,
+        param: dict[str, Any],
+        name: str,
+        location: str,
+        required: bool,
+        sent: bool,
+        scope: _Scope,
+    ) -> Param:
+        """One method parameter from its declaration (`{}` when it has none).
+
+        A parameter object shared through `$ref` is typed once per (name, location,
+        required, sent): GitHub's operations use a few dozen (`owner`, `repo`,
+        `per_page`) about 2,300 times. What its schema added to a scope (the names it
+        reaches, its fallbacks) is added again at every use, so each operation counts
+        what it did.
+        """
+        key = (id(param), name, location, required, sent)
+        hit = self.params.get(key)
+        if hit is None or hit[0] is not param:  # the object is kept, so its id stays its own
+            inner = _Scope()
+            ts = self.conv.expr(self.param_schema(param), inner) if param else "string"
+            made = Param(name, location, ts, required, doc_text(param.get("description")), sent)
+            hit = self.params[key] = (param, made, tuple(inner.refs), inner.fallbacks)
+        scope.refs.extend(hit[2])
+        scope.fallbacks += hit[3]
+        return hit[1]
 
     def operation(
         self, op: Operation, raw_op: dict[str, Any], path_item: dict[str, Any]
     ) -> OperationTypes:
         scope = _Scope()
         declared = self.parameters(path_item, raw_op)
-        params: list[Param] = []
+        path_params: list[Param] = []
         placeholders = _PARAM.findall(op.template)
         for arg, placeholder in zip(op.args, placeholders, strict=False):
             param = declared.get(("path", placeholder), {})
-            ts = self.conv.expr(self.param_schema(param), scope) if param else "string"
-            params.append(Param(arg, "path", ts, True, doc_text(param.get("description"))))
+            path_params.append(self.param(param, arg, "path", True, False, scope))
         # Which query and header parameters exist is the generator's decision (the
         # params model: merged, Accept/Content-Type/Authorization ignored, broker-owned
-        # headers dropped); only their full schemas are read here.
+        # headers dropped); only their full schemas are read here. The model groups
+        # them by location, so each group's location is spelled out here.
+        extra_params: list[Param] = []
         dropped = set(op.dropped)
-        for p in (*op.params.query, *op.params.header):
-            loc = p.location.value
-            if dropped and (
-                f"{loc} {go_quote(p.name)}" in dropped
-                or any(d.startswith(f"{loc} {go_quote(p.name)} ") for d in dropped)
-            ):
-                continue
-            param = declared.get((loc, p.name), {})
-            ts = self.conv.expr(self.param_schema(param), scope) if param else "string"
-            params.append(Param(p.name, loc, ts, p.required, doc_text(param.get("description"))))
+        for loc, group, names in (
+            ("query", op.params.query, op.query_names),
+            ("header", op.params.header, op.header_names),
+        ):
+            for p in group:
+                if dropped and (
+                    f"{loc} {go_quote(p.name)}" in dropped
+                    or any(d.startswith(f"{loc} {go_quote(p.name)} ") for d in dropped)
+                ):
+                    continue
+                param = declared.get((loc, p.name), {})
+                sent = p.name in names
+                extra_params.append(self.param(param, p.name, loc, p.required, sent, scope))
         body: str | None = None
         body_required = False
         if op.has_body:
-            request = _deref(self.conv.target, raw_op.get("requestBody"))
-            has, schema = _json_schema(self.conv.target, request)
+            request = self.conv.final(raw_op.get("requestBody"))
+            has, schema = _json_schema(self.conv.final, request)
             body = self.conv.expr(schema, scope) if has else "unknown"
             body_required = isinstance(request, dict) and request.get("required") is True
         response = self.response(raw_op, scope)
@@ -541,7 +636,8 @@ class _Builder:
         return OperationTypes(
             op=op,
             doc=doc,
-            params=tuple(params),
+            path_params=tuple(path_params),
+            extra_params=tuple(extra_params),
             body=body,
             body_required=body_required,
             response=response,
@@ -555,11 +651,10 @@ class _Builder:
         if not isinstance(responses, dict):
             return "unknown"
         shapes: list[str] = []
-        for code in sorted(str(c) for c in responses):
-            if not (code.startswith("2") and len(code) == 3):
-                continue
+        # only 2xx codes, in order (filtering before sorting keeps their order)
+        for code in sorted(c for c in map(str, responses) if len(c) == 3 and c[0] == "2"):
             has, schema = _json_schema(
-                self.conv.target,
+                self.conv.final,
                 responses.get(code, responses.get(int(code) if code.isdigit() else code)),
             )
             if has:
@@ -576,10 +671,10 @@ def generate(doc: dict[str, Any], gen: Generated, prefix: str = "") -> TypeSet:
     ops: list[OperationTypes] = []
     for op in gen.operations:
         raw_path = op.template[len(prefix) :] if op.template.startswith(prefix) else op.template
-        path_item = _deref(builder.conv.target, paths.get(raw_path))
+        path_item = builder.conv.final(paths.get(raw_path))
         raw_op = path_item.get(op.method.lower()) if isinstance(path_item, dict) else None
         if not isinstance(raw_op, dict) or not isinstance(path_item, dict):
-            ops.append(OperationTypes(op, "", (), None, False, "unknown", (), 1))
+            ops.append(OperationTypes(op, "", (), (), None, False, "unknown", (), 1))
             continue
         ops.append(builder.operation(op, raw_op, path_item))
     declarations = builder.conv.drain()
