@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import quote, unquote
 
 import jsonschema_rs
@@ -44,9 +44,12 @@ _MESSAGE_LIMIT = 200
 _LINE_BREAKS = r"[\r\n\u2028\u2029\x85\x0b\x0c]+"
 
 
-@dataclass(frozen=True)
-class StructuralError:
-    """One thing the OpenAPI schema refuses, and where."""
+class StructuralError(NamedTuple):
+    """One thing the OpenAPI schema refuses, and where.
+
+    A NamedTuple, not a dataclass: it is immutable all the same, and Python 3.11 builds a
+    dataclass at import (several methods compiled from source) about five times slower,
+    which every build pays."""
 
     message: str
     pointer: str  # RFC 6901 JSON pointer into the document ("" is the whole document)
@@ -321,9 +324,9 @@ _SUBSCHEMA_SINGLE = (
 )
 
 
-@dataclass
-class _ValueCheck:
-    """An example or default value and the schema it must satisfy."""
+class _ValueCheck(NamedTuple):
+    """An example or default value and the schema it must satisfy (a NamedTuple for the
+    reason StructuralError is one: this module is imported by every build)."""
 
     kind: str  # "example", "default", ...
     value_pointer: str
