@@ -10,6 +10,10 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	# Python 3.11's venv seeds setuptools, whose distutils-precedence.pth imports a module
+	# at every interpreter start, each `specgen` run included; nothing here uses it (pip
+	# builds this project with hatchling in an isolated environment).
+	$(BIN)/python -m pip uninstall --quiet --yes setuptools
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 

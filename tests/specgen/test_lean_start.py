@@ -26,14 +26,45 @@ try:
     main()
 except SystemExit:
     pass
-heavy = ("yaml", "referencing", "importlib.metadata", "jsonschema", "openapi_spec_validator")
-print(json.dumps({"loaded": [m for m in heavy if m in sys.modules], "gc": gc.isenabled()}))
+print(json.dumps({"loaded": [m for m in HEAVY if m in sys.modules], "gc": gc.isenabled()}))
 """
+
+#: Modules a build of a JSON document has no use for, each a few milliseconds or more
+#: of every build's start if something imported it at module level again.
+HEAVY = (
+    # only for YAML input, `specgen validate`, or a plugged-in command
+    "yaml",
+    "referencing",
+    "importlib.metadata",
+    "jsonschema",
+    "openapi_spec_validator",
+    # the runtime and what it runs on (specgen never imports runtime/)
+    "runtime",
+    "wasmtime",
+    "httpx",
+    "mcp",
+    "asyncio",
+    "ssl",
+    "subprocess",
+    "concurrent.futures",
+    "logging",
+    # the cache folder is computed without platformdirs on Linux (template_cache.py)
+    "platformdirs",
+    # other commands' modules, and RE2 (pins and examples only)
+    "specgen.check",
+    "specgen.extract",
+    "specgen.grant_init",
+    "specgen.grant_view",
+    "specgen.security",
+    "specgen.regex",
+    "re2",
+)
 
 
 def _probe(*args: str) -> dict[str, object]:
+    probe = f"HEAVY = {HEAVY!r}\n{_PROBE}"
     proc = subprocess.run(
-        [sys.executable, "-c", _PROBE, *args], capture_output=True, text=True, check=True
+        [sys.executable, "-c", probe, *args], capture_output=True, text=True, check=True
     )
     return json.loads(proc.stdout.splitlines()[-1])
 
