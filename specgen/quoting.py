@@ -198,7 +198,7 @@ def fold_line(value: str) -> str:
         # The same folding for ASCII text (most of a document's prose), at a quarter of
         # the cost: a byte table maps its controls to spaces (the regex engine's scan
         # was half of it), and a text that then holds no double space only needs
-        # stripping. tests/specgen/test_quoting_equivalence.py holds both to one answer.
+        # stripping. tests/specgen/test_typescript_equivalence.py (old_fold_line) holds both to one answer.
         spaced = value.encode().translate(_ASCII_CONTROL_TO_SPACE).decode()
         return spaced.strip(" ") if "  " not in spaced else " ".join(spaced.split())
     # Control characters become spaces; str.split() then folds them with every other
