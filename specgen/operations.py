@@ -203,13 +203,7 @@ class Generated:
 
 
 def one_line(text: str) -> str:
-    """Fold whitespace and control characters so a summary can never add a line.
-
-    Printable text holds no control character and no whitespace but the space, so
-    splitting it on whitespace is all `fold_line` would do (without its regex pass).
-    """
-    if text.isprintable():
-        return " ".join(text.split())
+    """Fold whitespace and control characters so a summary can never add a line."""
     return fold_line(text)
 
 

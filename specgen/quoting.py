@@ -201,6 +201,11 @@ def fold_line(value: str) -> str:
         # stripping. tests/specgen/test_typescript_equivalence.py (old_fold_line) holds both to one answer.
         spaced = value.encode().translate(_ASCII_CONTROL_TO_SPACE).decode()
         return spaced.strip(" ") if "  " not in spaced else " ".join(spaced.split())
+    if value.isprintable():
+        # Printable text holds no control character and no whitespace but the space
+        # (str.isprintable): folding its runs of spaces is all there is to do, so
+        # non-ASCII summaries and names need no regex pass either.
+        return " ".join(value.split())
     # Control characters become spaces; str.split() then folds them with every other
     # whitespace character (str.isspace), one C-level pass each.
     return " ".join(_CONTROL.sub(" ", value).split())
