@@ -174,10 +174,6 @@ class OperationTypes(NamedTuple):
     def params(self) -> tuple[Param, ...]:
         return self.path_params + self.extra_params
 
-    def sent(self, p: Param) -> bool:
-        """Does the generated method send `p` (from its `options` argument)?"""
-        return p.sent
-
     @property
     def options(self) -> str | None:
         """The TypeScript of the `options` argument, or None when the method has none."""

@@ -211,7 +211,7 @@ def _typed(doc: dict[str, Any], builder: type[typescript._Builder]) -> tuple[Any
     finally:
         typescript._Builder = saved
     ops = [
-        (t.signature("h"), t.refs, t.fallbacks, [(p, t.sent(p)) for p in t.params])
+        (t.signature("h"), t.refs, t.fallbacks, [(p, p.sent) for p in t.params])
         for t in types.operations
     ]
     return ops, types.declarations, types.fallbacks, artifacts(gen, types)["types.d.ts"]
