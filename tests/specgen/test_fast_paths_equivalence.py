@@ -18,7 +18,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from specgen import allow, operations, render
+from specgen import allow, operations, render, report
 from specgen.quoting import go_quote, js_string
 from specgen.routes import _pattern_checks, pattern_error
 from tests.specgen.test_quoting_equivalence import old_go_quote, old_js_string
@@ -114,3 +114,67 @@ def test_quoting_fast_paths_agree_with_the_per_character_rules(text: str) -> Non
 @example("GET /a?x=<&y")
 def test_query_entry_text_agrees_with_escaping_every_character(value: str) -> None:
     assert render._query_text(value) == js_string(value).replace("\\u0026", "&")
+
+
+def old_kind(message: str) -> str:
+    """report.kind as it was: every pattern searched through re's cache, the subject
+    matched lazily, quoted strings by a per-character alternation, no prefilter."""
+    body = re.sub(r"^[A-Z]+ /\S*?:? ", "", message, count=1)
+    for pattern, label in report._LABELS:
+        if re.search(pattern, body) or re.search(pattern, message):
+            return label
+    return re.sub(r'(?:\b\w+ "…", )+\w+ "…"', '… "…"', re.sub(r'"(?:[^"\\]|\\.)*"', '"…"', body))
+
+
+def old_example(message: str) -> str:
+    match = re.match(r"^[A-Z]+ /\S*?:? ", message)
+    return match.group(0).rstrip(": ") if match else message[:80]
+
+
+#: Pieces of real messages (subjects, labels' phrases, quoted names, lists) and the
+#: characters each pattern turns on, so that hypothesis composes near-misses of all of them.
+_MESSAGE_PIECES = st.sampled_from(
+    [
+        "GET /a/{b}",
+        "PUT /x:",
+        "POST /",
+        "get /a",
+        "GET a",
+        " ",
+        ": ",
+        "\t",
+        "\n",
+        ":",
+        '"',
+        "\\",
+        '\\"',
+        "…",
+        '"…"',
+        ", ",
+        '"x", ',
+        'query "q", ',
+        'header "h"',
+        "a",
+        "é",
+        "requires ",
+        "only part of a segment",
+        "host-API grants enforce only",
+        "maps to route",
+        "optional ",
+        " cannot be sent through the broker",
+        "has no operationId",
+        'operationId "a/b" is not a plain JavaScript identifier, so its method is named "a_b"',
+    ]
+)
+messages = st.lists(_MESSAGE_PIECES, max_size=10).map("".join)
+
+
+@settings(max_examples=5000, deadline=None)
+@given(messages | st.text(max_size=40))
+@example('GET /a: optional query "x", query "y", header "z" cannot be sent through the broker')
+@example('GET /a/{b}:: parameter "x\\"y" is renamed "y"')
+@example('GET /a:\tb "x"')
+@example('GET /a "unterminated \\" quote')
+def test_report_kind_agrees_with_the_uncompiled_patterns(message: str) -> None:
+    assert report.kind(message) == old_kind(message)
+    assert report._example(message) == old_example(message)
