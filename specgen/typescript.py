@@ -16,6 +16,7 @@ knows which operations are fully typed.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import deque
 from collections.abc import Callable
@@ -477,12 +478,18 @@ class _Converter:
 
 
 def _literal(value: Any) -> str | None:
+    """The TypeScript literal type of a `const` or `enum` value, None when it has none.
+
+    Infinity and NaN (YAML's `.inf` and `.nan`; a JSON number too large for a double)
+    are values in TypeScript, not types: `1 | Infinity` does not compile."""
     if isinstance(value, str):
         return js_string(value)
     if isinstance(value, bool) or value is None:
         return json.dumps(value)
-    if isinstance(value, int | float):
+    if isinstance(value, int):
         return json.dumps(value)
+    if isinstance(value, float):
+        return json.dumps(value) if math.isfinite(value) else None
     return None
 
 

@@ -96,6 +96,29 @@ def test_compositions_enums_nullable_and_additional_properties() -> None:
     assert decls["T31"] == "string | null"
 
 
+def test_infinity_and_nan_are_numbers_not_literal_types() -> None:
+    """YAML's `.inf` and `.nan`, or a JSON number too large for a double, load as
+    non-finite floats; `Infinity` is a value in TypeScript, and `1 | Infinity` does not
+    compile. Such an enum is typed by its `type` instead, and such a const falls back to
+    `unknown` (counted), as a const with an object value does."""
+    inf, nan = float("inf"), float("nan")
+    schemas = {
+        "E": {"type": "number", "enum": [1, inf]},
+        "C": {"type": "number", "const": -inf},
+        "N": {"type": "number", "enum": [nan]},
+        "Big": {"type": "integer", "enum": [10**30, 2.5]},
+    }
+    response = {
+        "type": "object",
+        "properties": {k: {"$ref": f"#/components/schemas/{k}"} for k in schemas},
+    }
+    types = _types(_doc(schemas, response=response))
+    decls = _decls(types)
+    assert (decls["E"], decls["C"], decls["N"]) == ("number", "unknown", "number")
+    assert types.fallbacks == 1
+    assert decls["Big"] == "1000000000000000000000000000000 | 2.5"
+
+
 def test_depth_and_width_caps_fall_back_to_unknown_and_are_counted() -> None:
     deep: dict[str, Any] = {"type": "string"}
     for _ in range(typescript.MAX_DEPTH + 4):
