@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import orjson
-
 from specgen.errors import SpecError
 from specgen.quoting import go_quote
 
@@ -78,6 +76,8 @@ def may_repeat_a_key(raw: bytes | str, doc: Any) -> bool:
     no key repeats. Any other outcome, and a document orjson cannot write back (nesting
     deeper than it writes, integers wider than 64 bits), goes to the full check.
     """
+    import orjson  # only documents jiter could not read come here (see specgen/load.py)
+
     try:
         text = orjson.dumps(doc)
     except (orjson.JSONEncodeError, TypeError):

@@ -38,6 +38,8 @@ HEAVY = (
     "importlib.metadata",
     "jsonschema",
     "openapi_spec_validator",
+    # jiter reads a JSON document; orjson only what jiter refuses (specgen/load.py)
+    "orjson",
     # the runtime and what it runs on (specgen never imports runtime/)
     "runtime",
     "wasmtime",
