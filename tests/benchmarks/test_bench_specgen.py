@@ -11,7 +11,8 @@ so a slow machine shows up in both columns:
 - start-up (issue 10's targets, one table): `specgen build -o DIR` as a whole process on
   a 14-operation document (Cloudflare's agent-memory; target <= 100 ms) and on GitHub's
   (api.github.com.json, and GitHub Enterprise Cloud's ghec.json beside it; target
-  <= 0.25 s), interleaved run by run with `python -c pass` and, when
+  <= 0.25 s), interleaved run by run with `python -c pass` (each target is also shown
+  scaled by it against the 9 ms the issue measured beside its targets) and, when
   PLIMSOLL_BENCH_BASELINE names another checkout's `specgen` script (e.g. main's
   .venv/bin/specgen), with that: wall and CPU (user+sys) medians side by side, so a
   loaded machine inflates every column alike. One untimed run of each command comes
@@ -403,6 +404,11 @@ def _interleaved(commands: dict[str, list[str]], runs: int) -> dict[str, tuple[f
     return {k: (statistics.median(walls[k]), statistics.median(cpus[k])) for k in commands}
 
 
+#: `python -c pass` on the machine where issue 10 set its targets. A slower machine starts
+#: Python, unmarshals modules and runs bytecode proportionally slower, so each target is
+#: also shown scaled by this machine's `python -c pass` against it.
+ISSUE_PASS_S = 0.009
+
 #: (label, document, extra build arguments, target seconds), as issue 10 states them.
 START_UP = [
     ("14 operations (Cloudflare agent-memory)", SMALL, ["--global", "memory"], 0.100),
@@ -439,18 +445,24 @@ def test_bench_build_start_up(tmp_path: Path) -> None:
         f"(user+sys); {os.cpu_count()} cores, load average {load:.1f} at the end"
     )
     print(f"  {'python -c pass':<42} {'':>8}  {cell('pass'):>20}")
-    head = f"  {'document':<42} {'target':>8}  {'this checkout':>20}"
+    scale = results["pass"][0] / ISSUE_PASS_S
+    print(
+        f"  targets as issue 10 states them (its python -c pass: {ISSUE_PASS_S * 1e3:.0f} ms) "
+        f"and scaled by this machine's ({scale:.2f}x)"
+    )
+    head = f"  {'document':<42} {'target':>8}  {'scaled':>8}  {'this checkout':>20}"
     if baseline:
         head += f"  {'baseline':>20}  {'this/baseline wall, cpu':>24}"
     print(head)
     for i, (label, _spec, _args, target) in enumerate(docs):
         wall, cpu = results[f"this {i}"]
         met = "met" if wall <= target else "missed"
-        row = f"  {label:<42} {target:6.3f} s  {cell(f'this {i}'):>20}"
+        met_scaled = "met" if wall <= target * scale else "missed"
+        row = f"  {label:<42} {target:6.3f} s  {target * scale:6.3f} s  {cell(f'this {i}'):>20}"
         if baseline:
             base_wall, base_cpu = results[f"base {i}"]
             row += f"  {cell(f'base {i}'):>20}  {wall / base_wall:10.2f}x, {cpu / base_cpu:5.2f}x"
-        print(f"{row}  ({met} on wall time here)")
+        print(f"{row}  ({met} as stated, {met_scaled} scaled)")
     if not baseline:
         print("  (set PLIMSOLL_BENCH_BASELINE to another checkout's specgen for a baseline column)")
     if missing:
