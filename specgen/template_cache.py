@@ -15,37 +15,15 @@ missing, stale or untrusted costs a compile, never a failure.
 from __future__ import annotations
 
 import hashlib
-import os
 import sys
 from pathlib import Path
 
 import jinja2
 
+from specgen.cache_dir import cache_dir
 from specgen.files import read_trusted
 
-#: Overrides the cache folder (shared with the runtime's engine cache).
-CACHE_ENV = "PLIMSOLL_CACHE_DIR"
-_APP = "plimsoll-specgen"
 _DIGEST = hashlib.sha256().digest_size
-
-
-def cache_dir() -> Path:
-    """The runtime's cache folder: platformdirs' user cache folder for this app.
-
-    Computed here on Linux (XDG, as platformdirs does) because importing platformdirs
-    costs a small build a few milliseconds; other systems ask platformdirs.
-    """
-    override = os.environ.get(CACHE_ENV)
-    if override:
-        return Path(override)
-    if sys.platform.startswith("linux"):
-        base = os.environ.get("XDG_CACHE_HOME", "")
-        if not base.strip():
-            base = os.path.expanduser("~/.cache")
-        return Path(base) / _APP
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir(_APP, appauthor=False))
 
 
 class TemplateCache(jinja2.BytecodeCache):

@@ -19,18 +19,17 @@ import contextlib
 import hashlib
 import importlib.metadata
 import json
-import os
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import platformdirs
 import wasmtime
 from wasmtime import _ffi as ffi
 
 from runtime.errors import EngineError
 from runtime.sandbox import wasi, wasm_patch
+from specgen.cache_dir import cache_dir
 from specgen.files import read_trusted, write_atomic
 
 WASM_DISTRIBUTION = "qjs-wasi-reactor.wasm"
@@ -69,7 +68,6 @@ MEMORY_RESERVATION_BYTES = 4 << 30
 POOL_KEEP_RESIDENT_BYTES = 4 << 20
 POOL_TABLE_ELEMENTS = 4096  # the module's table has 580; the sandbox adds 3 per run
 
-CACHE_ENV = "PLIMSOLL_CACHE_DIR"
 _DIGEST = 32
 
 
@@ -184,13 +182,6 @@ def make_engine(*, pooled: bool = True) -> wasmtime.Engine:
     """The engine: pooled (see POOL_SLOTS) when asked for and possible, else instances
     are allocated on demand. The compiled module is the same for both."""
     return wasmtime.Engine(_config(pooled=pooled and pooling_possible()))
-
-
-def cache_dir() -> Path:
-    override = os.environ.get(CACHE_ENV)
-    if override:
-        return Path(override)
-    return Path(platformdirs.user_cache_dir("plimsoll-specgen", appauthor=False))
 
 
 def cache_key() -> str:

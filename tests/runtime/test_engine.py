@@ -11,6 +11,7 @@ import pytest
 
 from runtime import EngineError, Limits, run_sandbox
 from runtime.sandbox import engine
+from specgen.cache_dir import CACHE_ENV
 
 
 def test_only_the_pinned_wasm_is_accepted():
@@ -37,7 +38,7 @@ def test_cache_key_covers_wasm_engine_settings_and_wasmtime_version(monkeypatch)
 
 
 def test_cache_entry_is_used_and_bad_entries_are_recompiled(tmp_path, monkeypatch):
-    monkeypatch.setenv(engine.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
     eng = engine.make_engine()
     _, how, top = engine.load_module(eng)
     assert how == "compiled" and top == 19 * 65536
@@ -63,7 +64,7 @@ def test_cache_entry_is_used_and_bad_entries_are_recompiled(tmp_path, monkeypatc
 
 
 def test_a_cache_entry_others_could_have_written_is_not_loaded(tmp_path, monkeypatch):
-    monkeypatch.setenv(engine.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
     eng = engine.make_engine()
     engine.load_module(eng)
     path = engine.cache_path()
@@ -80,12 +81,12 @@ def test_a_cache_entry_others_could_have_written_is_not_loaded(tmp_path, monkeyp
 def test_unwritable_cache_dir_is_not_fatal(tmp_path, monkeypatch):
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    monkeypatch.setenv(engine.CACHE_ENV, str(blocker / "sub"))
+    monkeypatch.setenv(CACHE_ENV, str(blocker / "sub"))
     assert engine.load_module(engine.make_engine())[1] == "compiled"
 
 
 def test_a_new_process_with_a_warm_cache_does_not_compile(tmp_path):
-    env = {**os.environ, engine.CACHE_ENV: str(tmp_path)}
+    env = {**os.environ, CACHE_ENV: str(tmp_path)}
     code = "from runtime import run_sandbox; from runtime.sandbox import engine; print(engine.get_engine().loaded_from, run_sandbox('print(6*7)').stdout.strip())"
     root = Path(__file__).resolve().parents[2]
     outs = [

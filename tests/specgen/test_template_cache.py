@@ -17,7 +17,8 @@ import jinja2
 import platformdirs
 import pytest
 
-from specgen.template_cache import CACHE_ENV, TemplateCache, cache_dir
+from specgen.cache_dir import CACHE_ENV, cache_dir
+from specgen.template_cache import TemplateCache
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC = REPO / "tests" / "data" / "smart-home.openapi.json"
