@@ -9,6 +9,8 @@ the same reason; this does it for OpenAPI documents, naming the key and where it
 from __future__ import annotations
 
 import json
+import sys
+import threading
 from typing import Any
 
 from specgen.errors import SpecError
@@ -23,6 +25,34 @@ class _Duplicate(Exception):
 
 
 _UNPARSED: Any = object()
+
+#: The deepest nesting orjson reads; the full check must be able to read all of it.
+_ORJSON_DEPTH = 1024
+#: Frames the full check needs besides one per level (the pairs hook, dict, the decoder).
+_SPARE_FRAMES = 100
+_LIMIT_LOCK = threading.Lock()
+
+
+def _loads_pairs(raw: bytes | str, hook: Any, *, read: bool) -> Any:
+    """`json.loads(raw, object_pairs_hook=hook)`; with room for orjson's deepest document
+    when `read` (a parser has read `raw`, so it nests no deeper than that).
+
+    The standard library's parser recurses once per level against Python's recursion
+    limit (1000, less the caller's own frames), so a document nested about 990 levels
+    deep, which orjson reads, raised RecursionError here, and the repeated key it held
+    anywhere went through unnamed. For a document already read the limit is raised above
+    the caller's for this one parse (under a lock, so concurrent checks restore it in
+    order). A document nobody has read yet gets no more room than before: nesting past
+    orjson's limit is then refused by orjson, in its words, as it was."""
+    if not read:
+        return json.loads(raw, object_pairs_hook=hook)
+    with _LIMIT_LOCK:
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(limit + _ORJSON_DEPTH + _SPARE_FRAMES)
+        try:
+            return json.loads(raw, object_pairs_hook=hook)
+        finally:
+            sys.setrecursionlimit(limit)
 
 
 def check_json(name: str, raw: bytes | str, doc: Any = _UNPARSED) -> None:
@@ -50,9 +80,14 @@ def check_json(name: str, raw: bytes | str, doc: Any = _UNPARSED) -> None:
         return out
 
     try:
-        root = json.loads(raw, object_pairs_hook=pairs)
-    except (ValueError, RecursionError):
+        root = _loads_pairs(raw, pairs, read=doc is not _UNPARSED)
+    except ValueError:
         return  # the caller's parser has already accepted it; nothing more to say here
+    except RecursionError:
+        if doc is _UNPARSED:
+            return  # the caller's next reader reads it, and then this check runs with room
+        # a parser read it, so it nests no deeper than the room made above: fail closed
+        raise SpecError(f"specgen: {name}: nests too deeply to check for repeated keys") from None
     if found:
         key, holder = found[0]
         where = _pointer(root, holder) or "the top level"

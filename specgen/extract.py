@@ -66,7 +66,7 @@ def _parse(whole: bytes, source_name: str) -> Any:
             doc = json.loads(whole)
         except (ValueError, RecursionError):
             raise SpecError(f"specgen: {source_name}: not JSON: {exc}") from None
-        check_json(source_name, whole)  # this parser too keeps the last of two equal keys
+        check_json(source_name, whole, doc)  # this parser too keeps the last of two equal keys
         return doc
 
 

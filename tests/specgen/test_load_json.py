@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -164,3 +165,50 @@ def test_a_document_with_an_infinite_enum_builds_valid_types(tmp_path: Path) -> 
     assert result.exit_code == 0, result.output
     types = (tmp_path / "out" / "types.d.ts").read_text()
     assert "getA(): Promise<number>;" in types and "Infinity" not in types
+
+
+def _paths_twice_beside(deep: str) -> bytes:
+    """Two `/items` paths (the second would silently replace the first) beside `deep`."""
+    return (
+        '{"openapi": "3.0.3", "paths": {"/items": {"get": {}}, "/items": {"delete": {}}},'
+        ' "x-deep": ' + deep + "}"
+    ).encode()
+
+
+def _call_at_depth(frames: int, fn: Any) -> Any:
+    return fn() if frames == 0 else _call_at_depth(frames - 1, fn)
+
+
+@pytest.mark.parametrize("caller_frames", [0, 400])
+@pytest.mark.parametrize("depth", [150, 500, 900, 990, 1000, 1023])
+def test_a_repeated_key_is_refused_however_deep_the_document_nests(
+    depth: int, caller_frames: int
+) -> None:
+    """Nesting that jiter refuses (past 200) and orjson reads (up to 1024) goes to the full
+    check, the standard library's recursive parser: when that ran out of Python's recursion
+    limit (about 990 levels, fewer the deeper the caller's stack), the document was
+    accepted with its repeated key, and the build silently lost the first `/items`."""
+    raw = _paths_twice_beside("[" * depth + "1" + "]" * depth)
+    limit = sys.getrecursionlimit()
+    with pytest.raises(SpecError) as info:
+        _call_at_depth(caller_frames, lambda: parse("deep.json", raw))
+    assert str(info.value) == 'specgen: deep.json: duplicate key "/items" in the object at /paths'
+    assert sys.getrecursionlimit() == limit  # the room made for the full check is given back
+
+
+def test_nesting_past_what_orjson_reads_is_refused_as_before_even_with_a_repeated_key() -> None:
+    raw = _paths_twice_beside("[" * 1025 + "1" + "]" * 1025)
+    with pytest.raises(
+        SpecError, match=r"^specgen: deep\.json: invalid JSON: depth limit exceeded"
+    ):
+        parse("deep.json", raw)
+
+
+def test_a_full_check_that_runs_out_of_room_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail closed: should the full check ever run out of recursion room on a document
+    orjson read, the document is refused, not let through unchecked."""
+    monkeypatch.setattr(sys, "setrecursionlimit", lambda _limit: None)
+    raw = b'{"openapi": "3.0.3", "x-deep": ' + b"[" * 1000 + b"1" + b"]" * 1000 + b"}"
+    with pytest.raises(SpecError) as info:
+        parse("deep.json", raw)
+    assert str(info.value) == "specgen: deep.json: nests too deeply to check for repeated keys"
