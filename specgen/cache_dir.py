@@ -21,16 +21,20 @@ def cache_dir() -> Path:
 
     Computed here on Linux (XDG, as platformdirs does; a test holds the two equal)
     because importing platformdirs costs a small build a few milliseconds; other
-    systems ask platformdirs.
+    systems ask platformdirs. The XDG spec has a relative XDG_CACHE_HOME ignored, as
+    platformdirs does: taken as given it put both caches, code this project loads and
+    runs, under whatever folder the command was started in. A home folder that is not
+    an absolute path is left to platformdirs as well.
     """
     override = os.environ.get(CACHE_ENV)
     if override:
         return Path(override)
     if sys.platform.startswith("linux"):
         base = os.environ.get("XDG_CACHE_HOME", "")
-        if not base.strip():
+        if not os.path.isabs(base):
             base = os.path.expanduser("~/.cache")
-        return Path(base) / _APP
+        if os.path.isabs(base):
+            return Path(base) / _APP
     import platformdirs
 
     return Path(platformdirs.user_cache_dir(_APP, appauthor=False))

@@ -147,6 +147,24 @@ def test_the_folder_is_the_engine_caches_folder(
     assert cache_dir() == tmp_path / "override"
 
 
+@pytest.mark.parametrize("xdg", ["relative/cache", "./c", " /abs", "~/c"])
+@pytest.mark.parametrize("home", ["real", "relative-home"])
+def test_a_relative_cache_home_is_ignored_as_xdg_and_platformdirs_do(
+    xdg: str, home: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both caches hold code that gets loaded; a relative XDG_CACHE_HOME (or HOME) taken
+    as given put them under the folder the command started in, where at df9246f the
+    runtime's engine cache, which asked platformdirs, stayed in the user's home."""
+    monkeypatch.delenv(CACHE_ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", xdg)
+    if home == "relative-home":
+        monkeypatch.setenv("HOME", "relative-home")
+    monkeypatch.chdir(tmp_path)
+    folder = cache_dir()
+    assert folder.is_absolute()
+    assert folder == Path(platformdirs.user_cache_dir("plimsoll-specgen", appauthor=False))
+
+
 def test_builds_from_a_warm_cache_write_the_same_files(tmp_path: Path) -> None:
     """Whole processes: cold cache, warm cache and no usable cache agree byte for byte."""
     env = {**os.environ, CACHE_ENV: str(tmp_path / "cache")}
