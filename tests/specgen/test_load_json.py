@@ -212,3 +212,23 @@ def test_a_full_check_that_runs_out_of_room_refuses(monkeypatch: pytest.MonkeyPa
     with pytest.raises(SpecError) as info:
         parse("deep.json", raw)
     assert str(info.value) == "specgen: deep.json: nests too deeply to check for repeated keys"
+
+
+@pytest.mark.parametrize(
+    ("tail", "message"),
+    [
+        ("NaN", "unexpected character, expected a JSON value: line 1 column 43 (char 42)"),
+        ('"\\ud800"', "no low surrogate in string: line 1 column 44 (char 43)"),
+        ("Infinity", "unexpected character, expected a JSON value: line 1 column 43 (char 42)"),
+    ],
+)
+def test_text_that_is_not_json_keeps_orjsons_words_though_a_key_repeats_before(
+    tail: str, message: str
+) -> None:
+    """jiter stops at the first repeated key; what follows may be text JSON refuses but the
+    standard library reads (NaN, Infinity, a lone surrogate). As at df9246f, orjson's
+    refusal of the text comes first, not the repeated key found by a parser that read it."""
+    raw = ('{"openapi": "3.0.3", "a": 1, "a": 2, "z": ' + tail + "}").encode()
+    with pytest.raises(SpecError) as info:
+        parse("doc.json", raw)
+    assert str(info.value) == f"specgen: doc.json: invalid JSON: {message}"
