@@ -85,8 +85,8 @@ def kind(message: str) -> str:
 
     A provider's document gives a thousand messages or more (GitHub's 1,225). Grouping
     them through re's cache, with a per-character alternation for quoted names and the
-    list pattern tried at every word, cost about 24 ms, a tenth of that build; compiled
-    once, unrolled, and skipped where the text it needs is absent, about 4 ms.
+    list pattern tried at every word, cost 15 to 24 ms, up to a tenth of that build;
+    compiled once, unrolled, and skipped where the text it needs is absent, about 4 ms.
     tests/specgen/test_fast_paths_equivalence.py holds it to the old patterns."""
     rx = _regexes()
     body = rx.subject.sub("", message, count=1)

@@ -50,7 +50,7 @@ HEAVY = (
     "subprocess",
     "concurrent.futures",
     "logging",
-    # the cache folder is computed without platformdirs on Linux (template_cache.py)
+    # the cache folder is computed without platformdirs on Linux (cache_dir.py)
     "platformdirs",
     # other commands' modules, and RE2 (pins and examples only)
     "specgen.check",
@@ -74,6 +74,7 @@ def _probe(*args: str) -> dict[str, object]:
 def test_build_of_a_json_document_imports_no_yaml_metadata_or_referencing(tmp_path: Path) -> None:
     seen = _probe("build", str(SPEC), "-o", str(tmp_path / "out"), "--global", "home")
     assert seen == {"loaded": [], "gc": False}
+    assert (tmp_path / "out" / "preamble.js").is_file()  # the build ran to the end
 
 
 def test_a_yaml_document_still_loads_yaml_when_needed(tmp_path: Path) -> None:
@@ -83,6 +84,7 @@ def test_a_yaml_document_still_loads_yaml_when_needed(tmp_path: Path) -> None:
     )
     seen = _probe("build", str(spec), "-o", str(tmp_path / "out"))
     assert seen["loaded"] == ["yaml"]
+    assert (tmp_path / "out" / "preamble.js").is_file()
 
 
 def test_only_built_in_commands_switch_the_collector_off() -> None:
