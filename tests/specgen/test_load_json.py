@@ -111,12 +111,23 @@ def test_numbers_orjson_could_not_hold() -> None:
     assert orjson.loads(b'{"wide": 1180591620717411303425}')["wide"] != 2**70 + 1
 
 
-def test_nesting_deeper_than_jiter_reads_is_read_by_orjson() -> None:
+def test_nesting_deeper_than_jiter_reads_is_read_by_orjson(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     inner = '{"d":1}'
     for _ in range(300):
         inner = '{"n":' + inner + "}"
     raw = ('{"openapi":"3.0.0","x":' + inner + "}").encode()
+    fallback = load._json_or_yaml
+    read_by: list[str] = []
+
+    def recorded(name: str, text: bytes) -> Any:
+        read_by.append(name)
+        return fallback(name, text)
+
+    monkeypatch.setattr(load, "_json_or_yaml", recorded)
     assert parse("deep.json", raw) == json.loads(raw)
+    assert read_by == ["deep.json"]  # jiter refused it; the fallback read it
 
 
 def test_text_that_is_not_json_reads_as_yaml_or_is_refused_as_json() -> None:
