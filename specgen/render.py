@@ -19,7 +19,7 @@ from specgen.template_cache import TemplateCache
 
 if TYPE_CHECKING:  # only template data here; `specgen run` renders its client without it
     from specgen.operations import Generated
-    from specgen.typescript import TypeSet
+    from specgen.typescript import Param, TypeSet
 
 #: Where the templates are: inside the installed package, or at the checkout's root.
 TEMPLATE_DIRS = (Path(__file__).parent / "templates", Path(__file__).parent.parent / "templates")
@@ -68,10 +68,52 @@ def artifacts(gen: Generated, types: TypeSet | None = None) -> dict[str, str]:
         "preamble.js": render("preamble.js.j2", gen=gen),
     }
     if types is not None:
-        out["types.d.ts"] = render("types.d.ts.j2", gen=gen, types=types)
+        out["types.d.ts"] = render(
+            "types.d.ts.j2", gen=gen, types=types, methods=method_rows(types)
+        )
     if gen.health_check:
         out["health_check.txt"] = render("health_check.txt.j2", gen=gen)
     return {name: out[name] for name in FILES if name in out}
+
+
+def method_rows(types: TypeSet) -> list[tuple[object, ...]]:
+    """types.d.ts's data per method, as tuples its loops unpack.
+
+    Each row is (name, summary, doc, method, template, path_docs, extra_params,
+    arguments, response): `doc` is "" when it repeats the summary, `path_docs` holds
+    (argument, doc) for the path parameters with a doc, and each of `extra_params` is
+    (name, location, TypeScript as comment text, required, sent, doc).
+
+    Why: Jinja reads `t.op.name` through `Environment.getattr`, one Python call per dot,
+    and the template read about 45,000 attributes for GitHub's 1,222 methods, over a
+    third of its rendering. A shared parameter (`per_page`, `page`) is one Param object
+    used hundreds of times, so its row (and its type's comment folding) is made once.
+    """
+    param_rows: dict[int, tuple[Param, tuple[object, ...]]] = {}
+    rows: list[tuple[object, ...]] = []
+    for t in types.operations:
+        op = t.op
+        extra = []
+        for p in t.extra_params:
+            hit = param_rows.get(id(p))
+            if hit is None or hit[0] is not p:
+                row = (p.name, p.location, ts_comment(p.ts), p.required, p.sent, p.doc)
+                hit = param_rows[id(p)] = (p, row)
+            extra.append(hit[1])
+        rows.append(
+            (
+                op.name,
+                op.summary,
+                t.doc if t.doc != op.summary else "",
+                op.method,
+                op.template,
+                [(p.name, p.doc) for p in t.path_params if p.doc],
+                extra,
+                t.arguments,
+                t.response,
+            )
+        )
+    return rows
 
 
 def _entry_text(entry: AllowEntry) -> str:
