@@ -99,16 +99,21 @@ def _scalar_text(value: Any) -> str | None:
     return None
 
 
+def _declared_type(schema: dict[str, Any]) -> str:
+    """A schema's primitive `type`: "" when absent or a union."""
+    raw_type = schema.get("type")
+    if isinstance(raw_type, list):  # 3.1: ["string", "null"] is a string that may be absent
+        kinds = [t for t in raw_type if t != "null"]
+        raw_type = kinds[0] if len(kinds) == 1 else ""
+    return raw_type if isinstance(raw_type, str) else ""
+
+
 def summarise(schema: Any, refs: Refs, where: str) -> SchemaSummary:
     """The checkable part of a parameter's schema (type, enum, array item type)."""
     schema = refs.deref(schema, where) if schema is not None else None
     if not isinstance(schema, dict):
         return SchemaSummary()
-    raw_type = schema.get("type")
-    if isinstance(raw_type, list):  # 3.1: ["string", "null"] is a string that may be absent
-        kinds = [t for t in raw_type if t != "null"]
-        raw_type = kinds[0] if len(kinds) == 1 else ""
-    kind = raw_type if isinstance(raw_type, str) else ""
+    kind = _declared_type(schema)
     enum = None
     raw_enum = schema.get("enum")
     if isinstance(raw_enum, list):
@@ -116,12 +121,15 @@ def summarise(schema: Any, refs: Refs, where: str) -> SchemaSummary:
         if all(t is not None for t in texts):
             enum = tuple(t for t in texts if t is not None)
     items = ""
-    if kind == "array":
-        item_schema = schema.get("items")
+    if kind == "array" and schema.get("items"):
+        # Only the items' own type is kept, so they are not summarised in turn: an array
+        # whose items are itself (`A: {type: array, items: {$ref: A}}`) recursed until
+        # Python's stack ran out.
         try:
-            items = summarise(item_schema, refs, f"{where} items").type if item_schema else ""
+            item = refs.deref(schema["items"], f"{where} items")
         except SpecError:
-            items = ""
+            item = None
+        items = _declared_type(item) if isinstance(item, dict) else ""
     pattern = schema.get("pattern") if kind in ("string", "") else None
     return make(
         SchemaSummary,

@@ -416,3 +416,25 @@ def test_a_parameter_two_operations_declare_with_other_patterns_takes_either(
         spec, grants = _doc_grants(tmp_path, paths, [f"GET /a/*?code={value}"])
         result = cli_run("check", spec, "--grants", grants, "--profile", "m")
         assert result.exit_code == 0, result.output
+
+
+def test_an_array_parameter_whose_items_are_itself_is_summarised() -> None:
+    """`A: {type: array, items: {$ref: A}}` recursed until Python's stack ran out (a
+    traceback instead of a build); only the items' own type is read."""
+    cyclic = {"type": "array", "items": {"$ref": "#/components/schemas/A"}}
+    broken = {"type": "array", "items": {"$ref": "#/components/schemas/Nowhere"}}
+    params = [
+        q("a", schema={"$ref": "#/components/schemas/A"}),
+        q("b", schema={"type": "array", "items": {"$ref": "#/components/schemas/Loop"}}),
+        q("c", schema=broken),
+    ]
+    document = doc(
+        {"/x": {"get": op("x", parameters=params)}},
+        components={"schemas": {"A": cyclic, "Loop": {"$ref": "#/components/schemas/Loop"}}},
+    )
+    query = generate(document, name="doc.json").operations[0].params.query
+    assert [(p.name, p.schema) for p in query] == [
+        ("a", SchemaSummary("array", items="array")),
+        ("b", SchemaSummary("array", items="")),  # a circular $ref has no type to read
+        ("c", SchemaSummary("array", items="")),  # nor a broken one
+    ]
