@@ -64,8 +64,8 @@ def artifacts(gen: Generated, types: TypeSet | None = None) -> dict[str, str]:
     types.d.ts when the caller derived the types (they need the document, not just gen)."""
     out = {
         "allow.json": render("allow.json.j2", allow=[_entry_text(e) for e in gen.catalog]),
-        "description.txt": render("description.txt.j2", gen=gen),
-        "preamble.js": render("preamble.js.j2", gen=gen),
+        "description.txt": render("description.txt.j2", gen=gen, methods=description_rows(gen)),
+        "preamble.js": render("preamble.js.j2", gen=gen, methods=preamble_rows(gen)),
     }
     if types is not None:
         out["types.d.ts"] = render(
@@ -74,6 +74,35 @@ def artifacts(gen: Generated, types: TypeSet | None = None) -> dict[str, str]:
     if gen.health_check:
         out["health_check.txt"] = render("health_check.txt.j2", gen=gen)
     return {name: out[name] for name in FILES if name in out}
+
+
+def preamble_rows(gen: Generated) -> list[tuple[object, ...]]:
+    """preamble.js's data per method: (op, name, arguments, call), `call` being the
+    structured `h.call`'s arguments, or "" for a method that concatenates its path (the
+    reference build, whose line the template reads from `op`).
+
+    Tuples the template's loop unpacks, for the reason `method_rows` gives."""
+    return [
+        (op, op.name, op.arg_text, op.call_args if op.structured else "") for op in gen.operations
+    ]
+
+
+def description_rows(gen: Generated) -> list[tuple[object, ...]]:
+    """description.txt's data per method: (name, arguments, method, template, summary,
+    options_note), the note "" for a method without `options`.
+
+    Tuples the template's loop unpacks, for the reason `method_rows` gives."""
+    return [
+        (
+            op.name,
+            op.arg_text,
+            op.method,
+            op.template,
+            op.summary,
+            op.options_note if op.has_options else "",
+        )
+        for op in gen.operations
+    ]
 
 
 def method_rows(types: TypeSet) -> list[tuple[object, ...]]:
