@@ -15,13 +15,13 @@ import copy
 import re
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from specgen import typescript
 from specgen.errors import SpecError
 from specgen.operations import generate
-from specgen.quoting import fold_line
+from specgen.quoting import fold_line, ts_comment, visible
 from specgen.render import artifacts
 
 #: Component names; the long one is cut by a small MAX_EXPR, the missing one never exists.
@@ -258,3 +258,16 @@ def test_every_ascii_pair_folds_as_before() -> None:
 @given(st.text(alphabet=st.characters(max_codepoint=0x7F)) | st.text())
 def test_any_text_folds_as_before(text: str) -> None:
     assert fold_line(text) == old_fold_line(text)
+
+
+def old_ts_comment(value: str) -> str:
+    return visible(old_fold_line(value)).replace("*/", "*\\/")
+
+
+@settings(max_examples=1000)
+@given(st.text(alphabet=st.characters(max_codepoint=0x7F)) | st.text())
+@example("a */ b\n\n\tc  \x7f")
+@example("\u202e */\u00a0x")
+def test_ts_comment_agrees_with_visible_after_the_fold(text: str) -> None:
+    """ts_comment skips `visible` for folded ASCII (printable by then)."""
+    assert ts_comment(text) == old_ts_comment(text)
