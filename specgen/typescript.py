@@ -52,6 +52,7 @@ _SCALAR = {
 }
 _UNSEEN: Any = object()
 _IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
+_NOT_IDENT_CHAR = re.compile(r"[^A-Za-z0-9_$]")
 _PARAM = re.compile(r"\{([^{}]*)\}")
 _LOCATIONS = ("path", "query", "header")
 #: Names a declaration may not take: TypeScript's own types and type keywords.
@@ -283,7 +284,7 @@ class _Converter:
         name = self.names.get(pointer)
         if name is None:
             raw = pointer[len(_COMPONENT) :].replace("~1", "/").replace("~0", "~")
-            base = re.sub(r"[^A-Za-z0-9_$]", "_", raw) or "_"
+            base = _NOT_IDENT_CHAR.sub("_", raw) or "_"
             if base[0].isdigit():
                 base = "_" + base
             name, n = base, 1
@@ -537,6 +538,7 @@ def _json_schema(final: Callable[[Any], Any], owner: Any) -> tuple[bool, Any]:
     return True, entry.get("schema", {})
 
 
+@lru_cache(maxsize=256)  # a document names a few media types in thousands of places
 def _is_json(media: str) -> bool:
     media = media.split(";")[0].strip().lower()
     return media == "application/json" or media.endswith("+json") or media == "*/*"
@@ -652,12 +654,13 @@ class _Builder:
         if not isinstance(responses, dict):
             return "unknown"
         shapes: list[str] = []
-        # only 2xx codes, in order (filtering before sorting keeps their order)
-        for code in sorted(c for c in map(str, responses) if len(c) == 3 and c[0] == "2"):
-            has, schema = _json_schema(
-                self.conv.final,
-                responses.get(code, responses.get(int(code) if code.isdigit() else code)),
-            )
+        # only 2xx codes, in order (filtering before sorting keeps their order); a YAML
+        # document may key a response by the integer 200, found when "200" is not there
+        for code in sorted([c for c in map(str, responses) if len(c) == 3 and c[0] == "2"]):
+            found = responses.get(code, _UNSEEN)
+            if found is _UNSEEN:
+                found = responses.get(int(code)) if code.isdigit() else None
+            has, schema = _json_schema(self.conv.final, found)
             if has:
                 text = self.conv.expr(schema, scope)
                 if text not in shapes:
