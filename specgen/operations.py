@@ -302,9 +302,14 @@ class _Generator:
         self, doc: dict[str, Any], name: str, global_name: str, prefix: str, full: bool = False
     ) -> None:
         self.full = full
-        self.declared: dict[Route, tuple[dict[str, Parameter], dict[str, Parameter]]] = {}
-        #: Route -> the body media types its operations declare (default build only).
-        self.bodies: dict[Route, tuple[str, ...]] = {}
+        #: (path, method) -> its Route and the query and header parameters declared for
+        #: it (default build only). Keyed by the pair, not the Route: a frozen
+        #: dataclass's __hash__ is a Python call, and every operation looks its route up.
+        self.declared: dict[
+            tuple[str, str], tuple[Route, dict[str, Parameter], dict[str, Parameter]]
+        ] = {}
+        #: (path, method) -> the body media types its operations declare (default build).
+        self.bodies: dict[tuple[str, str], tuple[str, ...]] = {}
         self.doc = doc
         self.refs = Refs(doc, name)
         self.global_name = global_name or "host"
@@ -464,7 +469,6 @@ class _Generator:
                 self.skipped.append(Skip(method, template, derived.problem))
                 continue
             query, headers, dropped = self.carried(params, method, template)
-            route = Route(derived.route, method)
             operation = self.operation(
                 op,
                 verb,
@@ -474,17 +478,24 @@ class _Generator:
                 carried=(tuple([p.name for p in query]), tuple([p.name for p in headers])),
             )
             self.operations.append(operation)
-            self.allow.add(route)
+            key = (derived.route, method)
+            found = self.declared.get(key)
+            if found is None:
+                route = make(Route, {"path": derived.route, "method": method})
+                found = self.declared[key] = (route, {}, {})
+                self.allow.add(route)
+            _, have_q, have_h = found
             if verb in _FULL_WITH_BODY:
-                have = self.bodies.setdefault(route, ())
+                have = self.bodies.get(key, ())
                 new = operation.body_types
-                self.bodies[route] = (*have, *(t for t in new if t not in have))
-            have_q, have_h = self.declared.get(route) or self.declared.setdefault(route, ({}, {}))
+                self.bodies[key] = (*have, *(t for t in new if t not in have))
             for p in query:
-                have_q[p.name] = _union(have_q.get(p.name), p)
+                had = have_q.get(p.name)
+                have_q[p.name] = p if had is None else _union(had, p)
             for p in headers:
                 low = p.name.lower()
-                have_h[low] = _union(have_h.get(low), p)
+                had = have_h.get(low)
+                have_h[low] = p if had is None else _union(had, p)
 
     def fragment_params(
         self, params: Parameters, fragment: str, method: str, template: str
@@ -855,9 +866,9 @@ def generate(
     # about 11,000 Python-level comparisons for GitHub's 1,222 routes.
     allow = tuple(sorted(gen.allow, key=attrgetter("path", "method")))
     declared = tuple(
-        (route, tuple(found[0].values()), tuple(found[1].values()))
+        (route, tuple(found[1].values()), tuple(found[2].values()))
         for route in allow
-        if (found := gen.declared.get(route)) is not None
+        if (found := gen.declared.get((route.path, route.method))) is not None
     )
     permit = _permits()
     catalog = tuple(
@@ -867,7 +878,7 @@ def generate(
                 "route": route,
                 "query": tuple([permit(p) for p in query]),
                 "headers": tuple([permit(p) for p in headers]),
-                "body": _body_entry(route.method, gen.bodies.get(route, ())),
+                "body": _body_entry(route.method, gen.bodies.get((route.path, route.method), ())),
             },
         )
         for route, query, headers in declared

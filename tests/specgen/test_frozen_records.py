@@ -3,7 +3,7 @@
 `make` skips a frozen dataclass's generated `__init__` for speed; that is only sound if
 every call passes every field and the class's `__init__` does nothing else. Every golden
 case (both build modes, hostile documents included) is derived here, and each operation,
-parameter list, allow entry and permit is compared with the one its class makes from
+parameter list, route, allow entry and permit is compared with the one its class makes from
 the same fields: equal, equally hashed, still frozen.
 """
 
@@ -52,8 +52,11 @@ def test_every_record_equals_what_its_init_makes(name: str) -> None:
         for p in op.params.all():
             _same_as_init(p)
             _same_as_init(p.schema)
+    for route in result.gen.allow:
+        _same_as_init(route)
     for entry in result.gen.catalog:
         _same_as_init(entry)
+        _same_as_init(entry.route)
         for permit in (*entry.query, *entry.headers):
             _same_as_init(permit)
 
