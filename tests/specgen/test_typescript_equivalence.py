@@ -271,3 +271,23 @@ def old_ts_comment(value: str) -> str:
 def test_ts_comment_agrees_with_visible_after_the_fold(text: str) -> None:
     """ts_comment skips `visible` for folded ASCII (printable by then)."""
     assert ts_comment(text) == old_ts_comment(text)
+
+
+_KEYS = st.one_of(
+    st.text(max_size=4),
+    st.integers(-3, 12),
+    st.booleans(),
+    st.floats(allow_nan=False, width=16),
+    st.none(),
+    st.dates(),
+)
+
+
+@settings(max_examples=2000)
+@given(st.dictionaries(_KEYS, st.none(), max_size=6) | st.dictionaries(st.text(), st.none()))
+@example({1: None, 2: None, 10: None})
+@example({"b": None, 1: None, "a": None})
+@example({True: None, "x": None})
+def test_property_names_sort_as_their_text(props: dict[Any, None]) -> None:
+    """_sorted_keys sorts string names as they are, anything else by its text."""
+    assert typescript._sorted_keys(props) == sorted(props, key=str)
