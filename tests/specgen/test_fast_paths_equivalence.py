@@ -4,7 +4,7 @@
 checks for the rest; `_derive` splits a template whose parameters each fill a segment
 with one regex and walks the segments for the rest; allow.json's percent-encoding finds
 what to encode with one regex; `js_string` and `go_quote` return printable ASCII with
-nothing to escape as it is. The general code (or the old per-character rule) is the
+nothing to escape as it is; `naming.ident_chars` maps ASCII names with a byte table. The general code (or the old per-character rule) is the
 oracle: over arbitrary strings built from the characters that matter (braces, `*`,
 dots, `;`, `%`, quotes, backslashes, controls, non-ASCII), each fast path must give
 the same answer.
@@ -18,7 +18,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from specgen import allow, operations, render, report
+from specgen import allow, naming, operations, render, report
 from specgen.quoting import go_quote, js_string
 from specgen.routes import _pattern_checks, pattern_error
 from tests.specgen.test_quoting_equivalence import old_go_quote, old_js_string
@@ -178,3 +178,20 @@ messages = st.lists(_MESSAGE_PIECES, max_size=10).map("".join)
 def test_report_kind_agrees_with_the_uncompiled_patterns(message: str) -> None:
     assert report.kind(message) == old_kind(message)
     assert report._example(message) == old_example(message)
+
+
+_NOT_IDENT = re.compile(r"[^A-Za-z0-9_$]")
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.text(st.characters(max_codepoint=0x7F)) | st.text())
+@example("repos/get-content")
+@example("a$b_c\x00\x7f\x80é٣")
+def test_ident_chars_agrees_with_the_regex(text: str) -> None:
+    """ASCII names go through a byte table instead of the regex substitution."""
+    assert naming.ident_chars(text) == _NOT_IDENT.sub("_", text)
+
+
+def test_every_ascii_character_maps_as_the_regex_does() -> None:
+    chars = "".join(chr(c) for c in range(0x80))
+    assert naming.ident_chars(chars) == _NOT_IDENT.sub("_", chars)
