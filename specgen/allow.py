@@ -51,6 +51,7 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 from urllib.parse import unquote
 
@@ -363,6 +364,7 @@ def entry_json(entry: AllowEntry) -> str | dict[str, Any]:
     return f"{entry.route}?{'&'.join(items)}"
 
 
+@lru_cache(maxsize=1024)  # a catalog writes the same few hundred names thousands of times
 def _encode(text: str) -> str:
     """Percent-encode what the string form would otherwise read differently: every
     character but printable ASCII other than space and `%&=?#`, as its UTF-8 bytes.
