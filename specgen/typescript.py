@@ -178,21 +178,18 @@ class OperationTypes(NamedTuple):
     def params(self) -> tuple[Param, ...]:
         return self.path_params + self.extra_params
 
-    @property
-    def options(self) -> str | None:
-        """The TypeScript of the `options` argument, or None when the method has none."""
+    def options_argument(self) -> tuple[str, bool] | None:
+        """(`options`' TypeScript, whether a member is required) in one pass over the
+        parameters, or None when the method takes no `options`."""
         if not self.op.has_options:
             return None
-        members = [
-            f"{member_key(p.name)}{'' if p.required else '?'}: {p.ts}"
-            for p in self.extra_params
-            if p.sent
-        ]
-        return "{ " + "; ".join(members) + " }"
-
-    @property
-    def options_required(self) -> bool:
-        return any(p.required for p in self.extra_params if p.sent)
+        members = []
+        required = False
+        for p in self.extra_params:
+            if p.sent:
+                members.append(f"{member_key(p.name)}{'' if p.required else '?'}: {p.ts}")
+                required = required or p.required
+        return "{ " + "; ".join(members) + " }", required
 
     @property
     def arguments(self) -> str:
@@ -201,9 +198,9 @@ class OperationTypes(NamedTuple):
         args = [f"{p.name}: {p.ts}" for p in self.path_params]
         if self.body is not None:
             args.append(f"body{'' if self.body_required else '?'}: {self.body}")
-        options = self.options
-        if options is not None:
-            required = self.options_required
+        found = self.options_argument()
+        if found is not None:
+            options, required = found
             if self.body is not None and not self.body_required and required:
                 args[-1] = args[-1].replace("body?:", "body:", 1)
             args.append(f"options{'' if required else '?'}: {options}")
