@@ -85,8 +85,6 @@ class Operation:
     args: tuple[str, ...]
     has_body: bool
     summary: str
-    #: The template as (text, is a parameter) parts; `pieces` puts the arguments in.
-    layout: tuple[tuple[str, bool], ...]
     params: Parameters = field(default_factory=Parameters)
     #: Labels of declared parameters a grant cannot carry (cookies, broker-owned headers).
     dropped: tuple[str, ...] = ()
@@ -107,11 +105,14 @@ class Operation:
     def pieces(self) -> tuple[Piece, ...]:
         """The path expression of a method that concatenates its path (the reference
         build's preamble): literals, and each path argument in its parameter's place.
-        Made when asked for, as only that template does, not for every operation."""
+        Made from the template when asked for, as only that template does: the default
+        build never reads it."""
         arg_of = iter(self.args)
+        parts = _PARAM.split(self.template)  # literal, name, literal, ..., literal
         return tuple(
-            Piece(next(arg_of), True) if is_param else Piece(text, False)
-            for text, is_param in self.layout
+            Piece(next(arg_of), True) if i % 2 else Piece(part, False)
+            for i, part in enumerate(parts)
+            if part
         )
 
     @property
@@ -222,7 +223,6 @@ class _Path:
     template: str
     route: str = ""
     names: list[str] = field(default_factory=list)
-    pieces: tuple[tuple[str, bool], ...] = ()
     problem: str = ""
 
 
@@ -251,8 +251,6 @@ def _derive(template: str, full: bool = False) -> _Path:
     err = pattern_error(out.route, trailing_slash=full, partial=full)
     if err is not None:
         out.problem = f"maps to route {go_quote(out.route)}, which a grant cannot hold: {err}"
-        return out
-    out.pieces = tuple([(part, i % 2 == 1) for i, part in enumerate(parts) if part])
     return out
 
 
@@ -641,7 +639,6 @@ class _Generator:
                 "args": args,
                 "has_body": has_body,
                 "summary": one_line(summary) if isinstance(summary, str) else "",
-                "layout": derived.pieces,
                 "params": params or Parameters(),
                 "dropped": dropped,
                 "body_types": body_types,

@@ -64,7 +64,7 @@ def test_every_record_equals_what_its_init_makes(name: str) -> None:
 def test_a_made_record_is_still_frozen() -> None:
     fields = {f.name: f.default for f in dataclasses.fields(Operation)}
     fields.update(method="GET", template="/a", route="/a", name="a", args=(), has_body=False)
-    fields.update(summary="", layout=(), params=None)
+    fields.update(summary="", params=None)
     op = make(Operation, dict(fields))
     with pytest.raises(dataclasses.FrozenInstanceError):
         op.method = "POST"  # type: ignore[misc]
