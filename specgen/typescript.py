@@ -20,7 +20,6 @@ import math
 import re
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, NamedTuple
 
@@ -238,12 +237,18 @@ class TypeSet(NamedTuple):
         return op.fallbacks == 0 and all(d.fallbacks == 0 for d in reached)
 
 
-@dataclass
 class _Scope:
-    """What one expression being built has used: named types and fallbacks."""
+    """What one expression being built has used: named types and fallbacks.
 
-    refs: list[str] = field(default_factory=list)
-    fallbacks: int = 0
+    A plain class with slots, not a dataclass: one is made per method, per parameter
+    typed and per declaration (about 2,500 for GitHub's document), and the dataclass's
+    __init__ resolved its default factory at each."""
+
+    __slots__ = ("fallbacks", "refs")
+
+    def __init__(self) -> None:
+        self.refs: list[str] = []
+        self.fallbacks = 0
 
 
 class _Converter:
