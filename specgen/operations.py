@@ -152,7 +152,8 @@ class Operation:
         """What the generated method hands `h.call`: the route pattern, not a path, the
         names of its query and header parameters and its body's media type, as a JS
         object literal whose every string is a JSON literal."""
-        parts = [f"method: {js_string(self.method)}", f"route: {js_string(self.route)}"]
+        method = _QUOTED_METHODS.get(self.method) or js_string(self.method)
+        parts = [f"method: {method}", f"route: {js_string(self.route)}"]
         if self.query_names:
             parts.append(f"query: {_js_array(self.query_names)}")
         if self.header_names:
@@ -169,6 +170,10 @@ class Operation:
     def verb_arg(self) -> str:
         """The verb `h.call` takes first, for verbs the client has no method of its own for."""
         return "" if self.method.lower() in _CLIENT_CALL else f'"{self.method}", '
+
+
+#: The verbs a structured call names, as JSON strings (js_string's answer for each).
+_QUOTED_METHODS = {m.upper(): f'"{m.upper()}"' for m in _CARRIED}
 
 
 @lru_cache(maxsize=1024)

@@ -62,10 +62,13 @@ def render(template: str, **data: object) -> str:
 def artifacts(gen: Generated, types: TypeSet | None = None) -> dict[str, str]:
     """The files `build` writes, by name; health_check.txt only when one GET is marked,
     types.d.ts when the caller derived the types (they need the document, not just gen)."""
+    arguments = [op.arg_text for op in gen.operations]  # both files write each list
     out = {
         "allow.json": render("allow.json.j2", allow=[_entry_text(e) for e in gen.catalog]),
-        "description.txt": render("description.txt.j2", gen=gen, methods=description_rows(gen)),
-        "preamble.js": render("preamble.js.j2", gen=gen, methods=preamble_rows(gen)),
+        "description.txt": render(
+            "description.txt.j2", gen=gen, methods=description_rows(gen, arguments)
+        ),
+        "preamble.js": render("preamble.js.j2", gen=gen, methods=preamble_rows(gen, arguments)),
     }
     if types is not None:
         out["types.d.ts"] = render(
@@ -76,32 +79,35 @@ def artifacts(gen: Generated, types: TypeSet | None = None) -> dict[str, str]:
     return {name: out[name] for name in FILES if name in out}
 
 
-def preamble_rows(gen: Generated) -> list[tuple[object, ...]]:
+def preamble_rows(gen: Generated, arguments: list[str]) -> list[tuple[object, ...]]:
     """preamble.js's data per method: (op, name, arguments, call), `call` being the
     structured `h.call`'s arguments, or "" for a method that concatenates its path (the
-    reference build, whose line the template reads from `op`).
+    reference build, whose line the template reads from `op`). `arguments` holds each
+    method's `arg_text`, in order.
 
     Tuples the template's loop unpacks, for the reason `method_rows` gives."""
     return [
-        (op, op.name, op.arg_text, op.call_args if op.structured else "") for op in gen.operations
+        (op, op.name, args, op.call_args if op.structured else "")
+        for op, args in zip(gen.operations, arguments, strict=True)
     ]
 
 
-def description_rows(gen: Generated) -> list[tuple[object, ...]]:
+def description_rows(gen: Generated, arguments: list[str]) -> list[tuple[object, ...]]:
     """description.txt's data per method: (name, arguments, method, template, summary,
-    options_note), the note "" for a method without `options`.
+    options_note), the note "" for a method without `options`; `arguments` as for
+    `preamble_rows`.
 
     Tuples the template's loop unpacks, for the reason `method_rows` gives."""
     return [
         (
             op.name,
-            op.arg_text,
+            args,
             op.method,
             op.template,
             op.summary,
             op.options_note if op.has_options else "",
         )
-        for op in gen.operations
+        for op, args in zip(gen.operations, arguments, strict=True)
     ]
 
 

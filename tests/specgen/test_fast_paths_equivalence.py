@@ -195,3 +195,10 @@ def test_ident_chars_agrees_with_the_regex(text: str) -> None:
 def test_every_ascii_character_maps_as_the_regex_does() -> None:
     chars = "".join(chr(c) for c in range(0x80))
     assert naming.ident_chars(chars) == _NOT_IDENT.sub("_", chars)
+
+
+def test_quoted_methods_are_what_js_string_writes() -> None:
+    """call_spec looks a verb's JSON string up instead of quoting it."""
+    assert operations._QUOTED_METHODS
+    for method, quoted in operations._QUOTED_METHODS.items():
+        assert quoted == js_string(method)
