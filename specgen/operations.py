@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from operator import attrgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 from specgen import naming
 from specgen.allow import BODY_TYPES, AllowEntry, Permit, header_forbidden
@@ -66,8 +66,13 @@ _WHOLE_SEGMENT_PARAMS = re.compile(r"(?:/(?:\{[^{}/]+\}|[^{}/]*))*")
 _FIELD_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
 
-@dataclass(frozen=True)
-class Piece:
+# Piece, Skip and Generated are NamedTuples, not frozen dataclasses: as immutable, and
+# Python 3.11 builds a frozen dataclass at every import (its methods compiled from
+# source) about seven times slower, a cost every build pays. Operation stays a
+# dataclass: frozen.make builds its records in bulk, and the templates and the type
+# generator read its fields in their hottest loops, where an instance's attribute is
+# read in about half the time of a NamedTuple's field.
+class Piece(NamedTuple):
     """One piece of a generated path expression: a literal, or an argument name."""
 
     text: str
@@ -184,8 +189,7 @@ def _js_array(names: tuple[str, ...]) -> str:
     return "[" + ", ".join(map(js_string, names)) + "]"
 
 
-@dataclass(frozen=True)
-class Skip:
+class Skip(NamedTuple):
     """An operation left out of the outputs, with the reason a user can act on."""
 
     method: str
@@ -196,8 +200,7 @@ class Skip:
         return f"{self.method} {self.path}: {self.reason}"
 
 
-@dataclass(frozen=True)
-class Generated:
+class Generated(NamedTuple):
     """Everything the templates render, derived once from the document."""
 
     title: str
@@ -221,14 +224,19 @@ def one_line(text: str) -> str:
     return fold_line(text)
 
 
-@dataclass
 class _Path:
-    """A path template split into what the preamble, the route and the args need."""
+    """A path template split into what the preamble, the route and the args need.
 
-    template: str
-    route: str = ""
-    names: list[str] = field(default_factory=list)
-    problem: str = ""
+    A plain class, filled in by `_derive`: a dataclass would compile its methods from
+    source at every import for a record no one compares or prints."""
+
+    __slots__ = ("names", "problem", "route", "template")
+
+    def __init__(self, template: str) -> None:
+        self.template = template
+        self.route = ""
+        self.names: list[str] = []
+        self.problem = ""
 
 
 def _derive(template: str, full: bool = False) -> _Path:
@@ -529,11 +537,11 @@ class _Generator:
                 "simple",
                 False,
             )
-            params = replace(params, header=(*params.header, extra))
+            params = params._replace(header=(*params.header, extra))
             what = f"header {go_quote(name)}: {go_quote(value)}"
         else:
             extra = Parameter(name, ParameterLocation.QUERY, True, SchemaSummary(), "form", True)
-            params = replace(params, query=(*params.query, extra))
+            params = params._replace(query=(*params.query, extra))
             what = f"query {go_quote(name)}"
         self.warnings.append(
             f"{method} {template}#{fragment}: no client sends a path's fragment; the route is "
@@ -820,10 +828,10 @@ def _union(have: Parameter | None, new: Parameter) -> Parameter:
     if have is None:
         return new
     if have.schema.pattern != new.schema.pattern:  # a value either admits is allowed
-        have = replace(have, schema=replace(have.schema, pattern=None))
+        have = replace(have, schema=have.schema._replace(pattern=None))
     if have.schema.enum is not None and new.schema.enum is not None:
         values = tuple(dict.fromkeys((*have.schema.enum, *new.schema.enum)))
-        return replace(have, schema=replace(have.schema, enum=values))
+        return replace(have, schema=have.schema._replace(enum=values))
     return have
 
 
