@@ -3,8 +3,9 @@
 `make` skips a frozen dataclass's generated `__init__` for speed; that is only sound if
 every call passes every field and the class's `__init__` does nothing else. Every golden
 case (both build modes, hostile documents included) is derived here, and each operation,
-parameter list, route, allow entry and permit is compared with the one its class makes from
-the same fields: equal, equally hashed, still frozen.
+parameter, route, allow entry and permit is compared with the one its class makes from
+the same fields: equal, equally hashed, still frozen. (Parameter lists and schema
+summaries are NamedTuples, built by their own constructors.)
 """
 
 from __future__ import annotations
@@ -48,10 +49,8 @@ def test_every_record_equals_what_its_init_makes(name: str) -> None:
     assert result.gen.operations
     for op in result.gen.operations:
         _same_as_init(op)
-        _same_as_init(op.params)
         for p in op.params.all():
             _same_as_init(p)
-            _same_as_init(p.schema)
     for route in result.gen.allow:
         _same_as_init(route)
     for entry in result.gen.catalog:
