@@ -2,7 +2,7 @@
 
 A frozen dataclass's `__init__` sets each field through `object.__setattr__`, one call
 per field. Deriving GitHub's document makes about 6,000 small frozen records (its 1,222
-operations, their parameter lists, allow entries and permits), and a sampling profile
+operations, their parameters, allow entries and permits), and a sampling profile
 put a quarter of that phase in those `__init__`s. `make` gives the new instance the
 caller's dict (a literal at each call site, used by nothing else) as its `__dict__` in
 one call instead; the records stay frozen (assignment still raises).

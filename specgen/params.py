@@ -43,7 +43,7 @@ DEFAULT_STYLE = {
 
 # SchemaSummary and Parameters are NamedTuples, not frozen dataclasses: as immutable,
 # and Python 3.11 builds a frozen dataclass at every import (its methods compiled from
-# source) about seven times slower, a cost every build pays. Parameter stays a dataclass:
+# source) five to seven times slower, a cost every build pays. Parameter stays a dataclass:
 # frozen.make builds its records in bulk, and its fields are read in hot loops, where an
 # instance's attribute is read in about half the time of a NamedTuple's field.
 class SchemaSummary(NamedTuple):

@@ -192,8 +192,8 @@ class OperationTypes(NamedTuple):
 
     @property
     def arguments(self) -> str:
-        """The method's parameter list (a property: types.d.ts.j2 reads it per method,
-        and Jinja's call of a method costs more than the method)."""
+        """The method's parameter list (a property: render.method_rows reads it per
+        method for types.d.ts.j2)."""
         args = [f"{p.name}: {p.ts}" for p in self.path_params]
         if self.body is not None:
             args.append(f"body{'' if self.body_required else '?'}: {self.body}")
@@ -568,7 +568,7 @@ def _merge_key(param: Any) -> tuple[tuple[str, str], dict[str, Any]] | None:
     return None
 
 
-@lru_cache(maxsize=256)  # a document names a few media types in thousands of places
+@lru_cache(maxsize=256)  # GitHub's document names 11 media types in 1,313 places
 def _is_json(media: str) -> bool:
     media = media.split(";")[0].strip().lower()
     return media == "application/json" or media.endswith("+json") or media == "*/*"

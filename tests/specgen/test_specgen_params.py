@@ -419,8 +419,8 @@ def test_a_parameter_two_operations_declare_with_other_patterns_takes_either(
 
 
 def test_an_array_parameter_whose_items_are_itself_is_summarised() -> None:
-    """`A: {type: array, items: {$ref: A}}` recursed until Python's stack ran out (a
-    traceback instead of a build); only the items' own type is read."""
+    """`A: {type: array, items: {$ref: A}}` recursed until Python's stack ran out (the
+    build ended with "internal error: RecursionError"); only the items' own type is read."""
     cyclic = {"type": "array", "items": {"$ref": "#/components/schemas/A"}}
     broken = {"type": "array", "items": {"$ref": "#/components/schemas/Nowhere"}}
     params = [
