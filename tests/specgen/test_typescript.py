@@ -168,3 +168,139 @@ def test_document_text_cannot_escape_a_doc_comment_or_a_member_name() -> None:
     for line in text.splitlines():
         if line.strip().startswith("* "):
             assert "*/" not in line.replace('"a-b */"', "")
+
+
+def _file(doc: dict[str, Any]) -> str:
+    gen = generate(doc, name="t.json")
+    return artifacts(gen, typescript.generate(doc, gen))["types.d.ts"]
+
+
+def _api(paths: dict[str, Any], **components: Any) -> dict[str, Any]:
+    return {
+        "openapi": "3.0.3",
+        "info": {"title": "T", "version": "1"},
+        "paths": paths,
+        "components": components,
+    }
+
+
+def test_a_response_keyed_by_the_integer_200_is_typed() -> None:
+    # a library caller's dict, or YAML before it is converted to JSON, keys by the number
+    doc = _doc({}, response={"type": "array", "items": {"type": "boolean"}})
+    responses = doc["paths"]["/things/{id}"]["post"]["responses"]
+    responses[200] = responses.pop("200")
+    responses[201] = {"content": {"application/json": {"schema": {"type": "string"}}}}
+    assert "op(id: string): Promise<Array<boolean> | string>;" in _file(doc)
+
+
+def test_options_are_required_when_any_parameter_is_required() -> None:
+    params = [
+        {"name": "a", "in": "query", "required": True, "schema": {"type": "string"}},
+        {"name": "b", "in": "query", "schema": {"type": "integer"}},
+    ]
+    text = _file(_doc({}, params=params))
+    assert "op(id: string, options: { a: string; b?: number }): Promise<unknown>;" in text
+    text = _file(_doc({}, params=params[::-1]))  # the required one last
+    assert "op(id: string, options: { b?: number; a: string }): Promise<unknown>;" in text
+    del params[0]["required"]  # none required: options may be left out
+    text = _file(_doc({}, params=params))
+    assert "op(id: string, options?: { a?: string; b?: number }): Promise<unknown>;" in text
+
+
+def test_a_description_that_repeats_the_summary_is_written_once() -> None:
+    doc = _doc({})
+    op = doc["paths"]["/things/{id}"]["post"]
+    op["summary"] = op["description"] = "Make a thing."
+    assert _file(doc).count("Make a thing.") == 1
+    op["description"] = "Make a thing, carefully."
+    text = _file(doc)
+    assert "   * Make a thing.\n   * Make a thing, carefully.\n" in text
+
+
+def test_same_named_parameters_each_get_their_own_line() -> None:
+    # one name in two locations, and one name with two types in two operations
+    def get(op_id: str, kind: str) -> dict[str, Any]:
+        return {
+            "operationId": op_id,
+            "parameters": [
+                {"name": "x", "in": "query", "schema": {"type": kind}, "description": "q " + kind},
+                {"name": "x", "in": "header", "schema": {"type": "boolean"}, "description": "h"},
+            ],
+            "responses": {"200": {"description": "ok"}},
+        }
+
+    text = _file(
+        _api({"/a": {"get": get("first", "string")}, "/b": {"get": get("second", "integer")}})
+    )
+    first, second = text.split("second(")[0], text.split("first(")[1]
+    assert '* query parameter "x"?: string (in options): q string' in first
+    assert '* header parameter "x"?: boolean (in options): h' in first
+    assert '* query parameter "x"?: number (in options): q integer' in second
+    assert '* header parameter "x"?: boolean (in options): h' in second
+
+
+def test_shared_parameter_references_keep_their_own_location_and_name() -> None:
+    # `#/paths/.../parameters/0` in two path items: references that end alike but name
+    # parameters in other locations (documents converted from other formats do this)
+    limit = {"name": "limit", "in": "query", "schema": {"type": "integer"}, "description": "max"}
+    trace = {"name": "X-Trace", "in": "header", "schema": {"type": "boolean"}}
+    paths = {
+        "/a": {"parameters": [limit], "get": {"operationId": "a", "responses": {}}},
+        "/b": {"parameters": [trace], "get": {"operationId": "b", "responses": {}}},
+        "/c": {
+            "get": {
+                "operationId": "c",
+                "parameters": [
+                    {"$ref": "#/paths/~1a/parameters/0"},
+                    {"$ref": "#/paths/~1b/parameters/0"},
+                    {"$ref": "#/components/parameters/limit"},
+                ],
+                "responses": {},
+            }
+        },
+        "/d/{limit}": {
+            "get": {
+                "operationId": "d",
+                "parameters": [{"$ref": "#/components/parameters/limit"}],
+                "responses": {},
+            }
+        },
+    }
+    shared = {
+        "limit": {"name": "limit", "in": "path", "required": True, "schema": {"type": "number"}}
+    }
+    types = {t.op.name: t for t in _types(_api(paths, parameters=shared)).operations}
+    assert types["c"].arguments == 'options?: { limit?: number; "X-Trace"?: boolean }'
+    assert [(p.name, p.location, p.ts) for p in types["c"].params] == [
+        ("limit", "query", "number"),
+        ("X-Trace", "header", "boolean"),
+    ]
+    assert types["d"].arguments == "limit: number"
+    assert [(p.name, p.location) for p in types["d"].params] == [("limit", "path")]
+
+
+def test_operation_tags_are_carried_to_its_types() -> None:
+    doc = _doc({})
+    doc["paths"]["/things/{id}"]["post"]["tags"] = ["memory", 3, "Long Term"]
+    assert _types(doc).operations[0].tags == ("memory", "Long Term")
+
+
+def test_a_shared_path_parameter_takes_each_method_s_argument_name() -> None:
+    # `body` is the argument name of a method's body, so its path parameter is renamed there
+    item = {
+        "parameters": [{"$ref": "#/components/parameters/body"}],
+        "get": {"operationId": "read", "responses": {}},
+        "put": {
+            "operationId": "write",
+            "requestBody": {"content": {"application/json": {"schema": {"type": "boolean"}}}},
+            "responses": {},
+        },
+    }
+    shared = {
+        "body": {"name": "body", "in": "path", "required": True, "schema": {"type": "integer"}}
+    }
+    types = {
+        t.op.name: t for t in _types(_api({"/notes/{body}": item}, parameters=shared)).operations
+    }
+    assert types["read"].arguments == "body: number"
+    assert types["write"].arguments == "body_: number, body?: boolean"
