@@ -120,3 +120,23 @@ def test_the_last_check_knows_every_secret_of_the_token_block(tmp_path: Path, mo
     assert grant.has_key
     assert grant.leaks("echo pass-9c1e") and grant.leaks("user-7f3a")
     assert not grant.leaks("nothing secret here")
+
+
+def test_search_finds_an_operation_by_its_tag() -> None:
+    from specgen import typescript
+    from specgen.operations import generate
+
+    def get(op_id: str, tags: list[str]) -> dict[str, object]:
+        return {"operationId": op_id, "tags": tags, "responses": {"200": {"description": "ok"}}}
+
+    doc = {
+        "openapi": "3.0.3",
+        "info": {"title": "T", "version": "1"},
+        "paths": {
+            "/a": {"get": get("first", ["Billing"])},
+            "/b": {"get": get("second", ["Weather"])},
+        },
+    }
+    index = Index.build(list(typescript.generate(doc, generate(doc, name="t.json")).operations))
+    assert [t.op.name for t in index.search("weather", 5)] == ["second"]
+    assert [t.op.name for t in index.search("billing", 5)] == ["first"]

@@ -438,3 +438,28 @@ def test_an_array_parameter_whose_items_are_itself_is_summarised() -> None:
         ("b", SchemaSummary("array", items="")),  # a circular $ref has no type to read
         ("c", SchemaSummary("array", items="")),  # nor a broken one
     ]
+
+
+def test_the_bodies_of_operations_on_one_route_are_merged() -> None:
+    def posting(op_id: str, *media: str) -> dict[str, Any]:
+        content = {m: {"schema": {"type": "object"}} for m in media}
+        return op(op_id, requestBody={"content": content})
+
+    paths = {
+        "/a/{x}": {"post": posting("one", "application/json")},
+        "/a/{y}": {"post": posting("two", "text/plain", "application/json")},
+        "/b/{x}": {"post": posting("three", "text/plain")},
+        "/b/{y}": {"post": posting("four", "application/json", "multipart/form-data")},
+    }
+    entries = {e["route"]: e for e in allow_json(gen(paths)) if isinstance(e, dict)}
+    # either operation's media types may be sent, each named once, the first one's first
+    assert entries["POST /a/*"]["body"] == ["application/json", "text/plain"]
+    assert entries["POST /b/*"]["body"] == ["text/plain", "application/json", "multipart/form-data"]
+
+
+@pytest.mark.parametrize("query", ["Query", " query", "QUERY"])
+@pytest.mark.parametrize("header", ["Header", " Header ", "HEADER"])
+def test_a_location_is_read_whatever_its_case_and_spacing(query: str, header: str) -> None:
+    params = [q("limit", query), q("X-Trace", header), q("id", " Path ", required=True)]
+    [entry] = allow_json(gen({"/a/{id}": {"get": op("a", parameters=params)}}))
+    assert entry == {"route": "GET /a/*", "query": ["limit"], "headers": ["X-Trace"]}
