@@ -562,10 +562,17 @@ def _json_schema(final: Callable[[Any], Any], owner: Any) -> tuple[bool, Any]:
 
 def _merge_key(param: Any) -> tuple[tuple[str, str], dict[str, Any]] | None:
     """A parameter object's (location, name) merge key and the object, or None when
-    its location is not one a method's types read."""
-    if isinstance(param, dict) and param.get("in") in _LOCATIONS:
-        return (str(param["in"]), str(param.get("name") or "")), param
-    return None
+    its location is not one a method's types read.
+
+    Location and name are read as specgen.params reads them (`in` whatever its case and
+    spacing, the name stripped), so the parameter a method declares finds its schema and
+    description here: compared as written, `in: "Query"` was typed `string`."""
+    if not isinstance(param, dict):
+        return None
+    location = str(param.get("in") or "").strip().lower()
+    if location not in _LOCATIONS:
+        return None
+    return (location, str(param.get("name") or "").strip()), param
 
 
 @lru_cache(maxsize=256)  # GitHub's document names 11 media types in 1,313 places

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from specgen import typescript
 from specgen.operations import generate
 from specgen.render import artifacts
@@ -308,11 +306,6 @@ def test_a_shared_path_parameter_takes_each_method_s_argument_name() -> None:
     assert types["write"].arguments == "body_: number, body?: boolean"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug on main: specgen.params reads `in` case- and space-insensitively, but "
-    "typescript._merge_key compares it exactly, so such a parameter loses its schema and doc",
-)
 def test_a_parameter_location_in_another_case_keeps_its_type() -> None:
     params = [
         {"name": "limit", "in": "Query", "schema": {"type": "integer"}, "description": "max"},
