@@ -307,10 +307,15 @@ def test_a_shared_path_parameter_takes_each_method_s_argument_name() -> None:
 
 
 def test_a_parameter_location_in_another_case_keeps_its_type() -> None:
+    """`in` in any case and spacing, and a name with spaces around it, are read as
+    specgen.params reads them, so the parameter keeps its schema and description (real
+    documents write `"name": "group "`)."""
     params = [
         {"name": "limit", "in": "Query", "schema": {"type": "integer"}, "description": "max"},
         {"name": "X-N", "in": " Header ", "schema": {"type": "integer"}},
+        {"name": "group ", "in": "query", "schema": {"type": "integer"}, "description": "g"},
     ]
     text = _file(_api({"/a": {"get": {"operationId": "a", "parameters": params, "responses": {}}}}))
-    assert 'a(options?: { limit?: number; "X-N"?: number })' in text
+    assert 'a(options?: { limit?: number; group?: number; "X-N"?: number })' in text
     assert '* query parameter "limit"?: number (in options): max' in text
+    assert '* query parameter "group"?: number (in options): g' in text
