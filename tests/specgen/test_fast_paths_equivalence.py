@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from specgen import allow, naming, operations, render, report
 from specgen.quoting import go_quote, js_string
-from specgen.routes import _pattern_checks, pattern_error
+from specgen.routes import _CC_OR_TERMINATOR, _pattern_checks, has_control, pattern_error
 from tests.specgen.test_quoting_equivalence import old_go_quote, old_js_string
 
 #: Characters each rule looks at, plus ordinary ones so that plain patterns are common.
@@ -206,3 +206,16 @@ def test_quoted_methods_are_what_js_string_writes() -> None:
     assert operations._QUOTED_METHODS
     for method, quoted in operations._QUOTED_METHODS.items():
         assert quoted == js_string(method)
+
+
+def test_has_control_answers_the_regex_for_every_code_point() -> None:
+    """The printable fast path never hides a control character or a line terminator."""
+    for cp in range(0x110000):
+        ch = chr(cp)
+        assert has_control(f"a{ch}b") == (_CC_OR_TERMINATOR.search(ch) is not None), hex(cp)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.text(st.characters(blacklist_categories=("Cs",))) | st.text(_ROUTE_CHARS))
+def test_has_control_agrees_with_the_regex(text: str) -> None:
+    assert has_control(text) == (_CC_OR_TERMINATOR.search(text) is not None)
