@@ -21,11 +21,8 @@ from specgen.typescript import generate as generate_types
 
 
 class Options(NamedTuple):
-    """What changes the output, besides the document itself.
-
-    Options and Result are NamedTuples, not frozen dataclasses: as immutable, and built
-    about five times faster at import on Python 3.11 (a dataclass compiles several
-    methods from source), a cost every `specgen` command that builds pays."""
+    """What changes the output, besides the document itself. (Options and Result are
+    NamedTuples for the reason specgen/frozen.py gives.)"""
 
     global_name: str = "host"
     server: str | None = None

@@ -41,9 +41,7 @@ _YAML_VALUES_PER_BYTE = 1
 _YAML_VALUES_FLOOR = 10_000
 
 
-# Immutable records are NamedTuples, not frozen dataclasses: Python 3.11 compiles a
-# dataclass's methods from source at import, ~5x the cost, paid by every build.
-class Source(NamedTuple):
+class Source(NamedTuple):  # a NamedTuple: see specgen/frozen.py
     """A loaded document and the name messages use for it (`-` reads as `stdin`)."""
 
     name: str

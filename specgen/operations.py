@@ -67,12 +67,8 @@ _WHOLE_SEGMENT_PARAMS = re.compile(r"(?:/(?:\{[^{}/]+\}|[^{}/]*))*")
 _FIELD_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
 
-# Piece, Skip and Generated are NamedTuples, not frozen dataclasses: as immutable, and
-# Python 3.11 builds a frozen dataclass at every import (its methods compiled from
-# source) five to seven times slower, a cost every build pays. Operation stays a
-# dataclass: frozen.make builds its records in bulk, and the templates and the type
-# generator read its fields in their hottest loops, where an instance's attribute is
-# read in about half the time of a NamedTuple's field.
+# Piece, Skip and Generated are NamedTuples and Operation a frozen dataclass, for the
+# reasons specgen/frozen.py gives.
 class Piece(NamedTuple):
     """One piece of a generated path expression: a literal, or an argument name."""
 

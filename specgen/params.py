@@ -41,11 +41,8 @@ DEFAULT_STYLE = {
 }
 
 
-# SchemaSummary and Parameters are NamedTuples, not frozen dataclasses: as immutable,
-# and Python 3.11 builds a frozen dataclass at every import (its methods compiled from
-# source) five to seven times slower, a cost every build pays. Parameter stays a dataclass:
-# frozen.make builds its records in bulk, and its fields are read in hot loops, where an
-# instance's attribute is read in about half the time of a NamedTuple's field.
+# SchemaSummary and Parameters are NamedTuples and Parameter a frozen dataclass, for the
+# reasons specgen/frozen.py gives.
 class SchemaSummary(NamedTuple):
     """What a pinned value can be checked against without a JSON Schema engine.
 

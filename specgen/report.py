@@ -101,10 +101,8 @@ def kind(message: str) -> str:
 
 
 class Group(NamedTuple):
-    """Skips or warnings of one kind: how many, and one example.
-
-    A NamedTuple, not a frozen dataclass: as immutable, and about five times cheaper to
-    create at import on Python 3.11, a cost every build pays."""
+    """Skips or warnings of one kind: how many, and one example (a NamedTuple, for the
+    reason specgen/frozen.py gives)."""
 
     label: str
     count: int

@@ -134,8 +134,7 @@ def member_key(name: str) -> str:
     return name if _IDENT.match(name) else js_string(name)
 
 
-# Immutable records are NamedTuples, not frozen dataclasses: Python 3.11 compiles a
-# dataclass's methods from source at import, ~5x the cost, paid by every build.
+# The records here are NamedTuples: see specgen/frozen.py.
 class Declaration(NamedTuple):
     """`type NAME = TS;` for one component schema."""
 

@@ -46,9 +46,7 @@ _LINE_BREAKS = r"[\r\n\u2028\u2029\x85\x0b\x0c]+"
 class StructuralError(NamedTuple):
     """One thing the OpenAPI schema refuses, and where.
 
-    A NamedTuple, not a dataclass: it is immutable all the same, and Python 3.11 builds a
-    dataclass at import (several methods compiled from source) about five times slower,
-    which every build pays."""
+    The records here are NamedTuples, for the reason specgen/frozen.py gives."""
 
     message: str
     pointer: str  # RFC 6901 JSON pointer into the document ("" is the whole document)
@@ -59,8 +57,7 @@ class StructuralResult(NamedTuple):
 
     `family` is "3.0" or "3.1", or None when the document's `openapi` value names no
     version this validator knows (then `errors` is empty and the caller must refuse
-    the document with its own version message). A NamedTuple, not a frozen dataclass:
-    as immutable, and created at import several times faster, which every build pays.
+    the document with its own version message).
     """
 
     version: Any  # the document's own `openapi` value, as found
@@ -324,8 +321,7 @@ _SUBSCHEMA_SINGLE = (
 
 
 class _ValueCheck(NamedTuple):
-    """An example or default value and the schema it must satisfy (a NamedTuple for the
-    reason StructuralError is one: this module is imported by every build)."""
+    """An example or default value and the schema it must satisfy."""
 
     kind: str  # "example", "default", ...
     value_pointer: str
