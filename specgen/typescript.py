@@ -608,8 +608,8 @@ class _Builder:
             for entry in raw if isinstance(raw, list) else []:
                 ref = entry.get("$ref") if type(entry) is dict else None
                 if type(ref) is str:
-                    found = self.entries.get(ref)
-                    if found is None:
+                    found = self.entries.get(ref, _UNSEEN)
+                    if found is _UNSEEN:  # None is an answer too: a location not kept
                         found = self.entries[ref] = _merge_key(self.conv.final(entry))
                 else:
                     found = _merge_key(self.conv.final(entry))
