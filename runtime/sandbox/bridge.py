@@ -244,21 +244,35 @@ def _throw(vm: qjs_vm.Vm, ctx: int, kind: str, message: str) -> int:
 
 
 _REPLY_KEYS = b"status\0body"
+#: JS_PROP_C_W_E: configurable, writable, enumerable, as an object literal's properties.
+_C_W_E = 7
 
 
 def _reply_object(vm: qjs_vm.Vm, ctx: int, status: int, body: bytes) -> int:
-    """A plain `{status, body}`, made in one step by JS_NewObjectFromStr: the properties
-    are created with the object (plain data properties, as an object literal has), so a
-    setter the guest put on Object.prototype can neither intercept nor hide them."""
+    """A plain `{status, body}`: a new object given two own data properties with
+    JS_DefinePropertyValueStr, which defines rather than assigns, so a setter the guest put
+    on Object.prototype can neither intercept nor hide them.
+
+    Not JS_NewObjectFromStr, which would make it in one call: in QuickJS-NG 0.15 that call
+    adds its properties to the shape every empty object shares, so each `{}` the guest made
+    before the reply grew phantom `status` and `body` fields holding stale heap values
+    (tests/runtime/test_reply_object_shape.py)."""
     text = vm.new_string(ctx, body)
     if qjs_vm.tag_of(text) == qjs_vm.TAG_EXCEPTION:
         return text
+    obj = vm.call("JS_NewObject", ctx)
+    if qjs_vm.tag_of(obj) == qjs_vm.TAG_EXCEPTION:
+        vm.call("JS_FreeValue", ctx, text)
+        return obj
     keys = vm.constant(_REPLY_KEYS)
-    props = vm.constant(struct.pack("<II", keys, keys + 7), key="reply keys")
-    values = vm.scratch("reply values")
-    vm.write(values, struct.pack("<qq", qjs_vm.js_int(status), text))
-    # Takes ownership of both values, also when it fails.
-    return vm.call("JS_NewObjectFromStr", ctx, 2, props, values)
+    # Each call takes ownership of the value, also when it fails (out of memory), and a
+    # failure leaves the exception pending: the object is freed and the exception returned.
+    if vm.call("JS_DefinePropertyValueStr", ctx, obj, keys, qjs_vm.js_int(status), _C_W_E) < 0:
+        vm.call("JS_FreeValue", ctx, text)
+    elif vm.call("JS_DefinePropertyValueStr", ctx, obj, keys + 7, text, _C_W_E) >= 0:
+        return obj
+    vm.call("JS_FreeValue", ctx, obj)
+    return qjs_vm.JS_EXCEPTION
 
 
 def prepare_constants(vm: qjs_vm.Vm) -> None:
@@ -266,8 +280,7 @@ def prepare_constants(vm: qjs_vm.Vm) -> None:
     along, so a restored run never mallocs them)."""
     for key in qjs_vm.SCRATCH:
         vm.scratch(key)
-    keys = vm.constant(_REPLY_KEYS)
-    vm.constant(struct.pack("<II", keys, keys + 7), key="reply keys")
+    vm.constant(_REPLY_KEYS)
 
 
 def _host_call(state: wasi.WasiState, context, vals) -> None:
