@@ -206,3 +206,67 @@ def test_a_grant_listing_a_forbidden_response_header_is_refused_at_load(
         line = str(err.value)
         assert "\n" not in line and line.startswith('grants: profile "p": ')
         assert message in line, (where, line)
+
+
+def _headers_reply(pairs: list[tuple[str, str]]) -> Any:
+    def respond(handler: BaseHTTPRequestHandler, seen: Seen) -> None:
+        handler.send_response(200)
+        for name, value in pairs:
+            handler.send_header(name, value)
+        handler.send_header("Content-Length", "2")
+        handler.end_headers()
+        handler.wfile.write(b"{}")
+
+    return respond
+
+
+def test_the_broker_filters_headers_by_the_grant_not_by_what_arrived(
+    tmp_path: Path, api: FakeAPI
+) -> None:
+    """At the broker (HostReply.headers): a prefix that covers Set-Cookie still never
+    forwards it; the key in base64 or hex is caught as in bodies; repeats are joined;
+    a value that is not printable ASCII is dropped; an unlisted name is dropped."""
+    import base64
+
+    from runtime import Broker, HostRequest
+
+    api.responder = _headers_reply(
+        [
+            ("Content-Type", "application/json"),
+            ("Set-Cookie", "a=1"),
+            ("Set-Cookie2", "b=2"),
+            ("Set-Mode", "fast"),
+            ("Link", '<a>; rel="next"'),
+            ("Link", '<b>; rel="last"'),
+            ("X-Token-B64", base64.b64encode(KEY.encode()).decode()),
+            ("X-Token-Hex", KEY.encode().hex().upper()),
+            ("X-Latin", "caf\u00e9"),
+            ("X-Unlisted", "1"),
+        ]
+    )
+    profile = grant(
+        tmp_path,
+        api.url,
+        response_headers=["Set-*", "Link", "X-Token-*", "X-Latin"],
+        allow=["GET /v1/items/*"],
+    )
+    with Broker(profile) as b:
+        reply = b(HostRequest("GET", "/v1/items/1"))
+    assert reply.upstream is True
+    assert reply.headers == (
+        ("content-type", "application/json"),
+        ("set-mode", "fast"),
+        ("link", '<a>; rel="next", <b>; rel="last"'),
+    )
+
+
+def test_only_content_type_by_default(tmp_path: Path, api: FakeAPI) -> None:
+    from runtime import Broker, HostRequest
+
+    api.responder = upstream
+    profile = grant(tmp_path, api.url, response_headers=None, allow=["GET /v1/items/*"])
+    with Broker(profile) as b:
+        reply = b(HostRequest("GET", "/v1/items/1"))
+        refused = b(HostRequest("GET", "/v1/other"))
+    assert reply.headers == (("content-type", "application/json"),)
+    assert (refused.status, refused.upstream, refused.headers) == (403, False, ())
