@@ -248,23 +248,27 @@ class Policy:
     ) -> tuple[tuple[str, str], ...]:
         """The response headers agent code may read: lower-case names, in upstream order.
 
-        Only names the plan's lists admit (Content-Type always, as the sanitised
-        `content_type`), never a FORBIDDEN_RESPONSE_HEADERS one, never a value that is not
+        Only names the plan's lists admit (Content-Type whenever the upstream sent one, as
+        the sanitised `content_type`), never a FORBIDDEN_RESPONSE_HEADERS one, never a value that is not
         printable ASCII or that holds the key (reflection.py): such a header is dropped,
         the rest of the reply delivered. Repeated names are joined with ", " (RFC 9110
         5.3); past MAX_REPLY_HEADER_BYTES the remaining headers are dropped.
         """
         readable = plan.readable if plan is not None else ()
         merged: dict[str, list[str]] = {}
+        typed = False
         for name, value in raw:
             low = name.lower()
-            if low == "content-type" or not response_header_readable(low, readable):
+            if low == "content-type":
+                typed = True
+                continue
+            if not response_header_readable(low, readable):
                 continue
             if not all(ch == "\t" or 0x20 <= ord(ch) <= 0x7E for ch in value):
                 continue
             merged.setdefault(low, []).append(value.strip(" \t"))
         out: list[tuple[str, str]] = []
-        if content_type and not self._reflection.found(content_type.encode("ascii")):
+        if typed and not self._reflection.found(content_type.encode("ascii")):
             out.append(("content-type", content_type))
         size = sum(len(n) + len(v) for n, v in out)
         for low, values in merged.items():

@@ -270,3 +270,13 @@ def test_only_content_type_by_default(tmp_path: Path, api: FakeAPI) -> None:
         refused = b(HostRequest("GET", "/v1/other"))
     assert reply.headers == (("content-type", "application/json"),)
     assert (refused.status, refused.upstream, refused.headers) == (403, False, ())
+
+
+def test_no_content_type_is_made_up_for_a_reply_without_one(tmp_path: Path, api: FakeAPI) -> None:
+    from runtime import Broker, HostRequest
+
+    api.responder = _headers_reply([("ETag", '"e1"')])
+    profile = grant(tmp_path, api.url, response_headers=["ETag"], allow=["GET /v1/items/*"])
+    with Broker(profile) as b:
+        reply = b(HostRequest("GET", "/v1/items/1"))
+    assert reply.headers == (("etag", '"e1"'),)
