@@ -280,3 +280,44 @@ def test_no_content_type_is_made_up_for_a_reply_without_one(tmp_path: Path, api:
     with Broker(profile) as b:
         reply = b(HostRequest("GET", "/v1/items/1"))
     assert reply.headers == (("etag", '"e1"'),)
+
+
+def test_a_key_in_a_header_name_or_split_over_repeats_is_dropped(
+    tmp_path: Path, api: FakeAPI
+) -> None:
+    """A prefix pattern admits names the upstream chooses: one spelling the key (mixed
+    case, which the lower-cased name would hide) is dropped, and so is a header whose
+    repeats each hold half the key, which only their joined value reveals."""
+    from runtime import Broker, HostRequest
+
+    mixed = "Resp-Hdr-Key-7C41D2E9A0B35F68"
+    half = len(mixed) // 2
+    api.responder = _headers_reply(
+        [
+            ("X-RateLimit-" + mixed, "1"),
+            ("X-Split", mixed[:half]),
+            ("X-Split", mixed[half:]),
+            ("X-RateLimit-Limit", "60"),
+        ]
+    )
+    body = {
+        "base_url": api.url,
+        "allowed_callers": ["agent"],
+        "token": {"type": "static", "env": "API_TOKEN", "header": "X-Api-Key"},
+        "allow": ["GET /v1/items/*"],
+        "response_headers": ["X-RateLimit-*", "X-Split"],
+    }
+    path = tmp_path / "grants.json"
+    path.write_text(json.dumps({"profiles": {"p": body}}))
+    profile = load(path, environ={"API_TOKEN": mixed}).select("p", "agent")
+    with Broker(profile) as b:
+        reply = b(HostRequest("GET", "/v1/items/1"))
+    # the split key is in no one header: every listed header goes, content-type stays
+    assert reply.headers == ()
+    api.responder = _headers_reply(
+        [("Content-Type", "text/plain"), ("X-RateLimit-" + mixed, "1"), ("X-RateLimit-Limit", "60")]
+    )
+    with Broker(profile) as b:
+        reply = b(HostRequest("GET", "/v1/items/1"))
+    # the key in a name only: that header goes, the others are delivered
+    assert reply.headers == (("content-type", "text/plain"), ("x-ratelimit-limit", "60"))
