@@ -42,7 +42,8 @@ Rules for both: a name is never empty; no name or pinned value holds a control
 character (CR, LF and NUL included); a query name appears once; a header name is an
 HTTP token, appears once compared case-insensitively, and is never one the broker owns
 (`Authorization`, `Cookie`, `Host`, `Content-Length`, `Transfer-Encoding`, `Connection`,
-`Proxy-*`, `Content-Type`, ... see `FORBIDDEN_HEADERS`).
+`Proxy-*`, `Content-*`, the request-rewrite headers such as `X-HTTP-Method-Override`,
+... see `FORBIDDEN_HEADERS`).
 """
 
 from __future__ import annotations
@@ -80,10 +81,19 @@ FORBIDDEN_HEADERS: frozenset[str] = frozenset(
         "transfer-encoding",
         "upgrade",
         "via",
+        # Request-rewrite headers: frameworks and proxies read them as the real method
+        # or path, so one granted would turn a permitted POST into a DELETE, or a
+        # permitted path into another, behind the broker's back.
+        "x-http-method-override",
+        "x-http-method",
+        "x-method-override",
+        "x-original-url",
+        "x-rewrite-url",
     }
 )
-#: Prefixes of the same kind: every `Proxy-*` and `X-Forwarded-*` header.
-FORBIDDEN_HEADER_PREFIXES: tuple[str, ...] = ("proxy-", "x-forwarded-")
+#: Prefixes of the same kind: every `Proxy-*`, `X-Forwarded-*` and `Content-*` header
+#: (the body's framing is the broker's: it encodes the body the entry permits).
+FORBIDDEN_HEADER_PREFIXES: tuple[str, ...] = ("proxy-", "x-forwarded-", "content-")
 
 # RFC 9110 5.6.2 token characters: what a field name may be made of.
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")

@@ -23,6 +23,28 @@ def read_limited(path: str | os.PathLike[str], limit: int = MAX_INPUT_BYTES) -> 
         return read_stream_limited(fh, limit)
 
 
+def read_regular(path: str | os.PathLike[str], limit: int = MAX_INPUT_BYTES) -> bytes:
+    """The bytes of `path`, which must be a regular file; else an OSError.
+
+    For inputs named inside another file (a grant's `preamble_file`), where a pipe or a
+    device has no business: opening a FIFO blocks until a writer appears, so the name
+    is opened without blocking and checked with fstat on the open descriptor before a
+    byte is read. A folder is refused as "Is a directory", anything else as not a
+    regular file.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+    fd = os.open(path, flags)
+    with open(fd, "rb") as fh:
+        mode = os.fstat(fh.fileno()).st_mode
+        if stat.S_ISDIR(mode):
+            raise OSError(errno.EISDIR, os.strerror(errno.EISDIR))
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fh.fileno(), True)
+        return read_stream_limited(fh, limit)
+
+
 def read_stream_limited(fh: BinaryIO, limit: int = MAX_INPUT_BYTES) -> bytes:
     """Read at most one byte past `limit`, so `/dev/zero` or `yes |` ends at once."""
     data = fh.read(limit + 1)
