@@ -83,11 +83,11 @@ def trusted(path: Path) -> bool:
         return False
 
 
-def _ours(st: os.stat_result, uid: int) -> bool:
-    return st.st_uid == uid and not st.st_mode & 0o022
+def _ours(st: os.stat_result, uid: int, mask: int = 0o022) -> bool:
+    return st.st_uid == uid and not st.st_mode & mask
 
 
-def read_trusted(path: Path) -> bytes | None:
+def read_trusted(path: Path, *, private: bool = False) -> bytes | None:
     """The entry's bytes when it and its folder are ours alone, else None.
 
     The checks are made on the open folder and the open entry (fstat), and the entry is
@@ -95,9 +95,13 @@ def read_trusted(path: Path) -> bytes | None:
     swaps between the check and the read (the folder a link in a shared place, say) is
     never what gets read. Where the system cannot open relative to a folder, the names
     are checked instead.
+
+    `private`: the entry must also be unreadable by anyone else (mode 0600 or
+    tighter), the rule of a secret such as the caches' MAC key.
     """
+    mask = 0o077 if private else 0o022
     if os.open not in os.supports_dir_fd or not hasattr(os, "O_NOFOLLOW"):
-        if not trusted(path):
+        if not trusted(path) or (private and path.stat().st_mode & mask):
             return None
         try:
             return path.read_bytes()
@@ -115,7 +119,7 @@ def read_trusted(path: Path) -> bytes | None:
         fd = os.open(path.name, flags | os.O_NOFOLLOW, dir_fd=folder)
         with open(fd, "rb") as entry:
             st = os.fstat(entry.fileno())
-            if not stat.S_ISREG(st.st_mode) or not _ours(st, uid):
+            if not stat.S_ISREG(st.st_mode) or not _ours(st, uid, mask):
                 return None
             return entry.read()
     except OSError:
