@@ -259,7 +259,7 @@ class Broker:
             return refusal(429, MSG_HELD)
 
         admitted = _Admitted(
-            route, request, len(payload), self.trace.reserve(), params=plan.param_names
+            route, request, len(payload), self.trace.reserve(route), params=plan.param_names
         )
         with self._lock:
             self._open[admitted.seq] = admitted
