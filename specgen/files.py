@@ -101,9 +101,9 @@ def read_trusted(path: Path, *, private: bool = False) -> bytes | None:
     """
     mask = 0o077 if private else 0o022
     if os.open not in os.supports_dir_fd or not hasattr(os, "O_NOFOLLOW"):
-        if not trusted(path) or (private and path.stat().st_mode & mask):
-            return None
         try:
+            if not trusted(path) or (private and path.stat().st_mode & mask):
+                return None
             return path.read_bytes()
         except OSError:
             return None
