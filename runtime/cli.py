@@ -66,8 +66,8 @@ _BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\
 
 #: In place of the trace table when the worker process running a batch's run died.
 _MSG_WORKER_DIED = (
-    "specgen: the worker process running it died; the calls it made (some may have reached"
-    " the API) went down with it"
+    "specgen: the worker process running it died; the calls it had made are in the audit"
+    " with status 0 and failure worker_died (some may have reached the API)"
 )
 #: Characters that make a CODE argument a glob pattern when no file has that name.
 _GLOB_MAGIC = frozenset("*?[")
@@ -346,7 +346,7 @@ def _report(outcome: RunOutcome, timeout_s: float, as_json: bool, file: Path | N
     if result.internal_error:
         trusted.append(messages.MSG_INTERNAL.format(kind=result.internal_error))
     if orjson.loads(outcome.audit).get("worker_died"):
-        # RunPool's record of a run whose worker died: the trace went down with it.
+        # RunPool's record of a run whose worker died: only the admitted calls are known.
         trusted.append(_MSG_WORKER_DIED)
     else:
         trusted += format_table(outcome.trace).splitlines()

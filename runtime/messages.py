@@ -18,6 +18,7 @@ MSG_TOO_LARGE = "host api request body too large"
 MSG_UPSTREAM = "host api unavailable"
 MSG_ROUTE_BUDGET = "host api call budget for this route is exhausted"
 MSG_SHED = "host api is shedding load: upstream reported degraded"
+MSG_HELD = "host api broker holds too many request bytes; await earlier calls first"
 # -- why an upstream call gave nothing (runtime.broker.upstream.Failure), to the guest ---
 MSG_UPSTREAM_UNREACHABLE = "host api unreachable"
 MSG_UPSTREAM_TIMEOUT = "host api timed out"

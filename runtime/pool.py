@@ -21,7 +21,10 @@ with the same contract: a `RunOutcome` for every run that started, a `Refusal` f
 input refused before it. A run whose worker died under it (killed, out of memory, a
 crash in the engine) still ends with an outcome and an audit record, written by the
 parent: exit `EXIT_INTERNAL`, `internal_error` "WorkerDied", and `"worker_died": true`
-on the audit line, because the calls it made went down with the worker's broker.
+on the audit line. The worker's broker and its trace go down with it, so the worker
+tells the parent of each call as its broker admits it (before it is sent, on the pipe
+the run's answer comes back on); the parent's record lists every such call, status 0
+and failure `worker_died`: admitted, perhaps answered by the API, outcome unknown.
 """
 
 from __future__ import annotations
@@ -36,17 +39,20 @@ import queue
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from runtime.broker import Grants, Profile, TraceSnapshot, audit_line, load
+from runtime.broker import Grants, Profile, audit_line, load
+from runtime.broker.trace import CallTrace, listen_for_admissions
 from runtime.errors import GrantsError
 from runtime.messages import MSG_NOT_AVAILABLE
 from runtime.sandbox import EXIT_INTERNAL, RunResult
 from runtime.session import RunOutcome, run_profile, run_with_grant
+from specgen.routes import Route
 
 _WORKER_GRANTS: Grants | None = None
 #: The subject a warm-up run's jwt (never sent: the run makes no call) is minted for.
@@ -108,6 +114,14 @@ def _worker_main(conn: Connection, grants_path: str) -> None:
         conn.send(("err", _picklable(exc)))
         return
     conn.send(("ready", os.getpid()))
+    sending = threading.Lock()
+
+    def admitted(seq: int, method: str, route: str) -> None:
+        # Before the call is sent: a parent that outlives this worker knows of it.
+        with sending, contextlib.suppress(OSError):
+            conn.send(("admitted", (seq, method, route)))
+
+    listen_for_admissions(admitted)
     while True:
         try:
             job = conn.recv()
@@ -119,7 +133,8 @@ def _worker_main(conn: Connection, grants_path: str) -> None:
             reply: tuple[str, object] = ("ok", _run_job(*job))
         except BaseException as exc:  # handed back to the caller's Future
             reply = ("err", _picklable(exc))
-        conn.send(reply)
+        with sending:
+            conn.send(reply)
     _exit_now(conn)
 
 
@@ -149,16 +164,38 @@ class WorkerDied(RuntimeError):
     """A pool worker ended while starting, so the runs queued for it could not start."""
 
 
-def _lost(job: tuple[str, Profile | str, str, dict[str, Any]], duration_s: float) -> RunOutcome:
+#: The `failure` of a call a dead worker's run had admitted: its outcome is unknown.
+WORKER_DIED = "worker_died"
+
+
+def _lost(
+    job: tuple[str, Profile | str, str, dict[str, Any]],
+    duration_s: float,
+    admitted: Sequence[tuple[int, str, str]] = (),
+) -> RunOutcome:
     """The outcome of a run whose worker died before answering.
 
-    The worker's broker held the run's trace and went down with it, so the parent knows
-    nothing of the calls it made (some may have reached the API): the audit line says so
-    with `"worker_died": true` rather than passing for a run that made no call.
+    The worker's broker held the run's trace and went down with it; what the parent has
+    is the calls the worker said it admitted (`admitted`: seq, method, allow entry),
+    each of which may have reached the API. They become rows with status 0 and failure
+    `worker_died`, and the audit line says `"worker_died": true`, so the record neither
+    passes for a run that made no call nor claims an outcome nobody saw.
     """
     _, sent, _, options = job
     name = sent.name if isinstance(sent, Profile) else sent
-    snapshot = TraceSnapshot(rows=(), denied=0, dropped=0)
+    trace = CallTrace()
+    for seq, method, route in admitted:
+        trace.record(
+            Route(path=route, method=method),
+            seq=seq,
+            status=0,
+            delivered=False,
+            bytes_sent=0,
+            bytes_back=0,
+            latency_s=0.0,
+            failure=WORKER_DIED,
+        )
+    snapshot = trace.snapshot()
     record = orjson.loads(audit_line(name, snapshot, options.get("trace_id")))
     record["worker_died"] = True
     result = RunResult(
@@ -285,11 +322,15 @@ class RunPool:
                 future.set_exception(value)  # type: ignore[arg-type]
                 continue
             started = time.monotonic()
+            admitted: list[tuple[int, str, str]] = []
             try:
                 conn.send(job)
                 answer, result = conn.recv()
+                while answer == "admitted":
+                    admitted.append(result)  # type: ignore[arg-type]
+                    answer, result = conn.recv()
             except (EOFError, OSError):
-                future.set_result(_lost(job, time.monotonic() - started))
+                future.set_result(_lost(job, time.monotonic() - started, admitted))
                 conn.close()
                 proc.join(timeout=1)
                 proc, conn, kind, value = self._start()

@@ -47,7 +47,8 @@ Rules for both: a name is never empty; no name or pinned value holds a control
 character (CR, LF and NUL included); a query name appears once; a header name is an
 HTTP token, appears once compared case-insensitively, and is never one the broker owns
 (`Authorization`, `Cookie`, `Host`, `Content-Length`, `Transfer-Encoding`, `Connection`,
-`Proxy-*`, `Content-Type`, ... see `FORBIDDEN_HEADERS`).
+`Proxy-*`, `Content-*`, the request-rewrite headers such as `X-HTTP-Method-Override`,
+... see `FORBIDDEN_HEADERS`).
 """
 
 from __future__ import annotations
@@ -85,10 +86,19 @@ FORBIDDEN_HEADERS: frozenset[str] = frozenset(
         "transfer-encoding",
         "upgrade",
         "via",
+        # Request-rewrite headers: frameworks and proxies read them as the real method
+        # or path, so one granted would turn a permitted POST into a DELETE, or a
+        # permitted path into another, behind the broker's back.
+        "x-http-method-override",
+        "x-http-method",
+        "x-method-override",
+        "x-original-url",
+        "x-rewrite-url",
     }
 )
-#: Prefixes of the same kind: every `Proxy-*` and `X-Forwarded-*` header.
-FORBIDDEN_HEADER_PREFIXES: tuple[str, ...] = ("proxy-", "x-forwarded-")
+#: Prefixes of the same kind: every `Proxy-*`, `X-Forwarded-*` and `Content-*` header
+#: (the body's framing is the broker's: it encodes the body the entry permits).
+FORBIDDEN_HEADER_PREFIXES: tuple[str, ...] = ("proxy-", "x-forwarded-", "content-")
 
 # RFC 9110 5.6.2 token characters: what a field name may be made of.
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
@@ -361,8 +371,7 @@ def response_header_readable(name: str, patterns: Iterable[str]) -> bool:
 def profile_header_error(name: object, value: object, reserved: Iterable[str] = ()) -> str | None:
     """Why a profile's `headers` cannot send `name: value` on every call, or None.
 
-    The same reserved list as a guest's headers (`header_forbidden`), plus every
-    `Content-*`, with two exceptions the operator may set and the guest never may:
+    The same reserved list as a guest's headers (`header_forbidden`), with two exceptions the operator may set and the guest never may:
     `Accept` and `User-Agent` (PROFILE_SETTABLE_HEADERS), which replace the broker's
     defaults. `reserved` adds the token block's header.
     """
@@ -371,7 +380,7 @@ def profile_header_error(name: object, value: object, reserved: Iterable[str] = 
         return f"headers name {shown} is not an HTTP field name"
     low = name.lower()
     settable = low in PROFILE_SETTABLE_HEADERS and low not in {r.lower() for r in reserved}
-    if not settable and (header_forbidden(name, reserved) or low.startswith("content-")):
+    if not settable and header_forbidden(name, reserved):
         return (
             f"headers {go_quote(name)} is set by the broker or the credential, or frames "
             "the request; a profile cannot set it"

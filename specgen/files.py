@@ -23,6 +23,28 @@ def read_limited(path: str | os.PathLike[str], limit: int = MAX_INPUT_BYTES) -> 
         return read_stream_limited(fh, limit)
 
 
+def read_regular(path: str | os.PathLike[str], limit: int = MAX_INPUT_BYTES) -> bytes:
+    """The bytes of `path`, which must be a regular file; else an OSError.
+
+    For inputs named inside another file (a grant's `preamble_file`), where a pipe or a
+    device has no business: opening a FIFO blocks until a writer appears, so the name
+    is opened without blocking and checked with fstat on the open descriptor before a
+    byte is read. A folder is refused as "Is a directory", anything else as not a
+    regular file.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+    fd = os.open(path, flags)
+    with open(fd, "rb") as fh:
+        mode = os.fstat(fh.fileno()).st_mode
+        if stat.S_ISDIR(mode):
+            raise OSError(errno.EISDIR, os.strerror(errno.EISDIR))
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fh.fileno(), True)
+        return read_stream_limited(fh, limit)
+
+
 def read_stream_limited(fh: BinaryIO, limit: int = MAX_INPUT_BYTES) -> bytes:
     """Read at most one byte past `limit`, so `/dev/zero` or `yes |` ends at once."""
     data = fh.read(limit + 1)
@@ -61,11 +83,11 @@ def trusted(path: Path) -> bool:
         return False
 
 
-def _ours(st: os.stat_result, uid: int) -> bool:
-    return st.st_uid == uid and not st.st_mode & 0o022
+def _ours(st: os.stat_result, uid: int, mask: int = 0o022) -> bool:
+    return st.st_uid == uid and not st.st_mode & mask
 
 
-def read_trusted(path: Path) -> bytes | None:
+def read_trusted(path: Path, *, private: bool = False) -> bytes | None:
     """The entry's bytes when it and its folder are ours alone, else None.
 
     The checks are made on the open folder and the open entry (fstat), and the entry is
@@ -73,11 +95,15 @@ def read_trusted(path: Path) -> bytes | None:
     swaps between the check and the read (the folder a link in a shared place, say) is
     never what gets read. Where the system cannot open relative to a folder, the names
     are checked instead.
+
+    `private`: the entry must also be unreadable by anyone else (mode 0600 or
+    tighter), the rule of a secret such as the caches' MAC key.
     """
+    mask = 0o077 if private else 0o022
     if os.open not in os.supports_dir_fd or not hasattr(os, "O_NOFOLLOW"):
-        if not trusted(path):
-            return None
         try:
+            if not trusted(path) or (private and path.stat().st_mode & mask):
+                return None
             return path.read_bytes()
         except OSError:
             return None
@@ -93,7 +119,7 @@ def read_trusted(path: Path) -> bytes | None:
         fd = os.open(path.name, flags | os.O_NOFOLLOW, dir_fd=folder)
         with open(fd, "rb") as entry:
             st = os.fstat(entry.fileno())
-            if not stat.S_ISREG(st.st_mode) or not _ours(st, uid):
+            if not stat.S_ISREG(st.st_mode) or not _ours(st, uid, mask):
                 return None
             return entry.read()
     except OSError:

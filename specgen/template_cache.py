@@ -3,9 +3,12 @@
 Jinja2 turns each template into Python source and compiles it; for the four files a
 build writes that took about 14 ms of a 14-operation build's ~130 ms. Jinja2's own
 bytecode-cache hook stores the compiled code; this class decides where and whom to
-trust. The code in an entry is run by the generator, so an entry is used only when it
-and its folder belong to this user and nobody else can write them, and its SHA-256
-matches (the rules of the runtime's compiled-engine cache, in the same folder). An
+trust. The code in an entry is run by the generator (and Jinja2 unpickles part of it
+before looking at it), so an entry is used only when it and its folder belong to this
+user and nobody else can write them, and its HMAC-SHA256 under the per-user cache
+secret matches (`specgen/cache_dir.py`; the rules of the runtime's compiled-engine
+cache, in the same folder): a file planted by a checkout or a restored cache, owned by
+the user as it may be, is never unpickled. An
 entry's name covers the template's name and file, Jinja2's and Python's versions and
 every environment setting that changes compiled code; Jinja2 itself keeps the SHA-1 of
 the template's source inside it and recompiles when the source changed. Anything
@@ -20,10 +23,8 @@ from pathlib import Path
 
 import jinja2
 
-from specgen.cache_dir import cache_dir
+from specgen.cache_dir import cache_dir, seal, unseal
 from specgen.files import read_trusted
-
-_DIGEST = hashlib.sha256().digest_size
 
 
 class TemplateCache(jinja2.BytecodeCache):
@@ -61,11 +62,10 @@ class TemplateCache(jinja2.BytecodeCache):
         return (self.directory or cache_dir()) / f"jinja-{key}.bin"
 
     def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-        blob = read_trusted(self._path(bucket))
-        if blob is None:
-            return
-        body, digest = blob[:-_DIGEST], blob[-_DIGEST:]
-        if len(blob) <= _DIGEST or hashlib.sha256(body).digest() != digest:
+        path = self._path(bucket)
+        blob = read_trusted(path)
+        body = unseal(path, blob) if blob is not None else None
+        if body is None:
             return
         bucket.bytecode_from_string(body)  # stale source or versions: bucket stays empty
 
@@ -73,9 +73,10 @@ class TemplateCache(jinja2.BytecodeCache):
         from specgen.files import write_atomic
 
         path = self._path(bucket)
-        body = bucket.bytecode_to_string()
         try:
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            write_atomic(path, body + hashlib.sha256(body).digest(), mode=0o600)
+            sealed = seal(path, bucket.bytecode_to_string())
+            if sealed is not None:
+                write_atomic(path, sealed, mode=0o600)
         except OSError:
             pass  # a read-only or full cache folder costs a compile next time, nothing more

@@ -261,16 +261,39 @@ def _spec_validator_class(family: str) -> type:
     example/default walk below reports the same finding with a JSON pointer, so keeping
     both would list every such default twice.
     """
+    from functools import partial
+
+    from openapi_schema_validator import oas31_format_checker
     from openapi_spec_validator import OpenAPIV30SpecValidator, OpenAPIV31SpecValidator
-    from openapi_spec_validator.validation.keywords import ValueValidator
+    from openapi_spec_validator.validation.keywords import (
+        OpenAPIV30SchemaValidator,
+        OpenAPIV31SchemaValidator,
+        ValueValidator,
+    )
+
+    from specgen import regex
 
     class _NoDefaultCheck(ValueValidator):
         def __call__(self, schema: Any, value: Any) -> Iterator[Any]:
             return iter(())
 
+    class _V30Schemas(OpenAPIV30SchemaValidator):
+        """Each schema checked against the metaschema without the `regex` format, whose
+        check hands the document's pattern to Python's `re` (specgen/regex.py)."""
+
+        def _get_schema_checker(self, schema: Any, schema_value: Any) -> Any:
+            cls = self.schema_validator_cls
+            return partial(
+                cls.check_schema, format_checker=regex.format_checker(cls.FORMAT_CHECKER)
+            )
+
+    class _V31Schemas(OpenAPIV31SchemaValidator):
+        schema_validator_format_checker = regex.format_checker(oas31_format_checker)
+
     base = OpenAPIV30SpecValidator if family == "3.0" else OpenAPIV31SpecValidator
     keywords = dict(base.keyword_validators)
     keywords["default"] = _NoDefaultCheck
+    keywords["schema"] = _V30Schemas if family == "3.0" else _V31Schemas
     return type(f"Pointered{base.__name__}", (base,), {"keyword_validators": keywords})
 
 
@@ -541,7 +564,7 @@ def example_nits(doc: dict, source: str) -> list[str]:
         return []
     cls, format_checker, registry = _value_validators(doc, family)
     unchecked: set[str] = set()  # patterns RE2 cannot run, so no value was tested against them
-    cls = _linear_regexes(cls, unchecked)
+    cls, format_checker = _linear_regexes(cls, format_checker, unchecked)
     validators: dict[str, Any] = {}
     lines: list[str] = []
     seen: set[str] = set()  # a shared example reached twice through the same schema
@@ -577,22 +600,38 @@ def example_nits(doc: dict, source: str) -> list[str]:
         if line not in seen:
             seen.add(line)
             lines.append(line)
-    lines.extend(
-        f"specgen: {source}: nit: pattern {go_quote(p)} was not checked against examples or "
-        "defaults: it needs backtracking (backreferences or lookaround), which can take "
-        "time exponential in the value, or is too large for the linear-time engine"
-        for p in sorted(unchecked)
-    )
+    lines.extend(_unchecked_line(source, p) for p in sorted(unchecked))
     return lines
 
 
-def _linear_regexes(cls: Any, unchecked: set[str]) -> Any:
-    """`cls` with every document regex run by RE2 (see specgen/regex.py)."""
+def _linear_regexes(cls: Any, format_checker: Any, unchecked: set[str]) -> tuple[Any, Any]:
+    """`cls` and `format_checker` with no document regex left to Python's `re`: each
+    keyword the dialect has that runs one is RE2's (see specgen/regex.py)."""
     from jsonschema import validators
 
     from specgen import regex
 
-    return validators.extend(cls, regex.jsonschema_keywords(unchecked))
+    keywords = regex.jsonschema_keywords(unchecked)
+    if "unevaluatedProperties" not in cls.VALIDATORS:
+        del keywords["unevaluatedProperties"]  # a 2020-12 keyword: not OpenAPI 3.0's
+    return validators.extend(cls, keywords), regex.format_checker(format_checker)
+
+
+def _unchecked_line(source: str, pattern: str) -> str:
+    from specgen.regex import MAX_PATTERN_CHARS, too_long
+
+    if too_long(pattern):
+        # Quoting the pattern itself would make one line of up to megabytes.
+        return (
+            f"specgen: {source}: nit: a pattern of {len(pattern)} characters starting "
+            f"{go_quote(pattern[:40])} was not checked against examples or defaults: it "
+            f"is longer than the {MAX_PATTERN_CHARS} characters the linear-time engine is given"
+        )
+    return (
+        f"specgen: {source}: nit: pattern {go_quote(pattern)} was not checked against examples "
+        "or defaults: it needs backtracking (backreferences or lookaround), which can take "
+        "time exponential in the value, or is too large for the linear-time engine"
+    )
 
 
 def _first_error(validator: Any, value: Any) -> Any:

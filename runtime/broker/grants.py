@@ -43,7 +43,7 @@ from specgen.allow import (
     profile_header_error,
     response_header_patterns,
 )
-from specgen.files import read_limited
+from specgen.files import read_limited, read_regular
 from specgen.routes import (
     GRANT_METHODS,
     METHODS,
@@ -60,6 +60,11 @@ DEFAULT_MAX_CALLS = 256
 MAX_CALLS_CEILING = 100_000
 #: Longest profile name (bytes); also the longest name a run may ask for.
 MAX_PROFILE_NAME = 128
+#: The most digits a number in the file may have. Every number the file holds is a
+#: count far below 10**18; a longer literal is refused while parsing, before Python's
+#: int conversion (which refuses past 4,300 digits with a ValueError of its own, and
+#: takes time quadratic in the length below that) sees it.
+MAX_NUMBER_DIGITS = 18
 
 _PROFILE_NAME = re.compile(r"[A-Za-z0-9._-]+\Z")
 #: The line of a specgen-generated preamble that names its global (templates/preamble.js.j2).
@@ -235,6 +240,16 @@ def _parse(raw: bytes, p: Path) -> Any:
     def no_constant(name: str) -> Any:
         raise _ParseFault(f"{name} is not JSON")
 
+    def bounded_int(literal: str) -> int:
+        if len(literal.lstrip("-")) > MAX_NUMBER_DIGITS:
+            raise _ParseFault(f"a number has more than {MAX_NUMBER_DIGITS} digits")
+        return int(literal)
+
+    def bounded_float(literal: str) -> float:
+        if len(literal) > MAX_NUMBER_DIGITS + 8:
+            raise _ParseFault(f"a number is longer than {MAX_NUMBER_DIGITS + 8} characters")
+        return float(literal)
+
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -242,7 +257,13 @@ def _parse(raw: bytes, p: Path) -> Any:
     if text.startswith("\ufeff"):
         raise GrantsError(f"grants: parse {p}: the file starts with a byte-order mark")
     try:
-        return json.loads(text, object_pairs_hook=pairs, parse_constant=no_constant)
+        return json.loads(
+            text,
+            object_pairs_hook=pairs,
+            parse_constant=no_constant,
+            parse_int=bounded_int,
+            parse_float=bounded_float,
+        )
     except _ParseFault as e:
         raise GrantsError(f"grants: parse {p}: {e}") from None
     except json.JSONDecodeError as e:
@@ -554,7 +575,7 @@ def _preamble(body: dict[str, Any], base_dir: Path) -> str:
     if not resolved.is_relative_to(real_dir):
         raise _ProfileFault(f"preamble_file {_quote(rel)} resolves outside the grants directory")
     try:
-        data = read_limited(resolved)
+        data = read_regular(resolved)
     except OSError as e:
         raise _ProfileFault(f"read preamble_file: {e.strerror or e}: {rel}") from None
     try:

@@ -13,8 +13,10 @@ ones only verbatim):
 - base64, standard and URL-safe alphabets, padded or not, at each of the three byte
   alignments (the characters that depend only on the key's bits are the needle, so the
   key embedded in a longer encoded blob is caught too);
-- any mix of JSON escapes (`\\uXXXX` in either case, `\\/`: Go's and .NET's escaping of
-  `+ < > &`, and fully escaped strings) and of percent-encoding, by searching decoded
+- any mix of JSON escapes (every escape RFC 8259 has: `\\"`, `\\\\`, `\\/`, `\\n` and the
+  other one-letter ones, `\\uXXXX` in either case and as surrogate pairs; so Go's and
+  .NET's escaping of `+ < > &`, fully escaped strings, and a key holding a quote or a
+  backslash echoed through `json.dumps`) and of percent-encoding, by searching decoded
   views of the body as well as the raw bytes;
 - long pieces: for a key of 24 bytes or more, every 16-byte window at a stride of 4, so
   any run of 19 or more consecutive key bytes (each half of a split 38-byte key, say) is
@@ -46,7 +48,24 @@ MIN_SECRET = 8
 #: windows are used: a key of 24+ bytes is caught from any 19 consecutive bytes.
 WINDOW, STRIDE, WINDOWED_FROM = 16, 4, 24
 
-_JSON_ESCAPE = re.compile(rb"\\u([0-9A-Fa-f]{4})|\\/")
+#: Every JSON escape (RFC 8259 section 7): a surrogate pair first, so an astral
+#: character decodes to its UTF-8 bytes, then one `\\uXXXX`, then the two-character
+#: escapes. A key holding `"` or `\\` reaches a JSON body as `\\"` or `\\\\`.
+_JSON_ESCAPE = re.compile(
+    rb"\\u([Dd][89ABab][0-9A-Fa-f]{2})\\u([Dd][C-Fc-f][0-9A-Fa-f]{2})"
+    rb"|\\u([0-9A-Fa-f]{4})"
+    rb'|\\(["\\/bfnrt])'
+)
+_SHORT_ESCAPES = {
+    b'"': b'"',
+    b"\\": b"\\",
+    b"/": b"/",
+    b"b": b"\b",
+    b"f": b"\f",
+    b"n": b"\n",
+    b"r": b"\r",
+    b"t": b"\t",
+}
 
 
 class Reflection:
@@ -124,10 +143,13 @@ def _views(body: bytes) -> Iterable[bytes]:
 
 
 def _unescape(match: re.Match[bytes]) -> bytes:
-    code = match.group(1)
-    if code is None:
-        return b"/"
-    return chr(int(code, 16)).encode("utf-8", "surrogatepass")
+    high, low, code, short = match.groups()
+    if high is not None:
+        point = 0x10000 + ((int(high, 16) - 0xD800) << 10) + (int(low, 16) - 0xDC00)
+        return chr(point).encode("utf-8")
+    if code is not None:
+        return chr(int(code, 16)).encode("utf-8", "surrogatepass")
+    return _SHORT_ESCAPES[short]
 
 
 __all__ = ["MIN_SECRET", "STRIDE", "WINDOW", "WINDOWED_FROM", "Reflection"]

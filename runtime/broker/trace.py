@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import orjson
@@ -32,6 +33,18 @@ from specgen.routes import Route
 MAX_ROWS = 256
 
 _TRACE_ID = re.compile(r"[A-Za-z0-9._:\-]{1,128}\Z")
+
+#: Told of each call as it is admitted: (seq, METHOD, allow entry), on the thread that
+#: admitted it. A pool worker (runtime/pool.py) forwards these to its parent as they
+#: happen, so the audit of a run whose worker dies still names the calls it made.
+AdmissionListener = Callable[[int, str, str], None]
+_listener: AdmissionListener | None = None
+
+
+def listen_for_admissions(listener: AdmissionListener | None) -> None:
+    """Set (or, with None, clear) this process's admission listener."""
+    global _listener
+    _listener = listener
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,11 +128,16 @@ class CallTrace:
         with self._lock:
             self._denied += 1
 
-    def reserve(self) -> int:
-        """The next sequence number, taken when a call is admitted (in the guest's order)."""
+    def reserve(self, route: Route | None = None) -> int:
+        """The next sequence number, taken when a call is admitted (in the guest's order);
+        the admission listener, if any, hears of it with the matched `route`."""
         with self._lock:
             self._seq += 1
-            return self._seq
+            seq = self._seq
+        listener = _listener
+        if listener is not None and route is not None:
+            listener(seq, route.method.upper(), route.path)
+        return seq
 
     def shed(self) -> None:
         """Count a call the breaker refused; like a denied one, it has no row."""

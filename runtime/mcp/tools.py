@@ -112,7 +112,9 @@ def execute_answer(run: Run, *, max_calls: int, timeout_s: float, leaks: object)
         "hints": hints(run, max_calls, timeout_s),
     }
     text = orjson.dumps(record).decode("utf-8")
-    if callable(leaks) and leaks(text):
+    # The streams are searched as the guest wrote them as well as in the JSON text: a
+    # key holding `"` or `\\` appears in `text` only escaped (`\\"`, `\\\\`).
+    if callable(leaks) and any(leaks(each) for each in (text, stdout, stderr)):
         # The broker withholds replies that echo the key, so this is not expected; if a
         # guest still produced it, the answer loses the output rather than carry it.
         record.update(stdout=WITHHELD, stderr=WITHHELD, truncated=True)

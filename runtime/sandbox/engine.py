@@ -9,8 +9,9 @@ Trust: the module bytes are pinned by SHA-256. A different build could export a
 different C API or lay out `JSRuntime` differently, and the sandbox pokes at both, so
 anything else is refused with a one-line `EngineError` instead of being half-trusted.
 The serialized artefact in the cache is native code wasmtime will map and execute, so
-it is written atomically and carries a SHA-256 trailer that is checked before use; a
-corrupt, truncated or incompatible entry is recompiled, never fatal.
+it is written atomically and sealed with an HMAC-SHA256 under the per-user cache secret
+(specgen/cache_dir.py), checked before wasmtime sees a byte; a corrupt, truncated,
+unsealed or incompatible entry is recompiled, never fatal.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from wasmtime import _ffi as ffi
 
 from runtime.errors import EngineError
 from runtime.sandbox import wasi, wasm_patch
-from specgen.cache_dir import cache_dir
+from specgen.cache_dir import cache_dir, seal, unseal
 from specgen.files import read_trusted, write_atomic
 
 WASM_DISTRIBUTION = "qjs-wasi-reactor.wasm"
@@ -67,8 +68,6 @@ POOL_MAX_MEMORY_BYTES = 4 << 30  # wasm32's whole space; each run's limit is the
 MEMORY_RESERVATION_BYTES = 4 << 30
 POOL_KEEP_RESIDENT_BYTES = 4 << 20
 POOL_TABLE_ELEMENTS = 4096  # the module's table has 580; the sandbox adds 3 per run
-
-_DIGEST = 32
 
 
 def engine_settings() -> dict[str, object]:
@@ -198,15 +197,15 @@ def _read_cached(engine: wasmtime.Engine, path: Path) -> wasmtime.Module | None:
     """The cached module, or None when it is missing, corrupt, incompatible or writable
     by someone else.
 
-    An entry is native code the host process will run, and the checksum proves only
-    integrity, not who wrote it: `read_trusted` reads the entry only if it and its
+    An entry is native code the host process will run: it is deserialised only when its
+    HMAC under the per-user cache secret is right (specgen/cache_dir.py), so a file
+    planted by a checkout or a restored cache, ours by ownership, is never loaded; and
+    `read_trusted` reads the entry only if it and its
     folder are ours alone, checked on the open folder and file themselves, so a folder
     swapped between the check and the read is never what gets deserialised."""
     blob = read_trusted(path)
-    if blob is None:
-        return None
-    body, digest = blob[:-_DIGEST], blob[-_DIGEST:]
-    if len(blob) <= _DIGEST or hashlib.sha256(body).digest() != digest:
+    body = unseal(path, blob) if blob is not None else None
+    if body is None:
         return None
     try:
         return wasmtime.Module.deserialize(engine, body)
@@ -219,7 +218,9 @@ def _write_cached(module: wasmtime.Module, path: Path) -> None:
     body = bytes(module.serialize())
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        write_atomic(path, body + hashlib.sha256(body).digest(), mode=0o600)
+        sealed = seal(path, body)
+        if sealed is not None:
+            write_atomic(path, sealed, mode=0o600)
     except OSError:
         pass  # a read-only or full cache dir costs a compile next time, nothing more
 

@@ -11,7 +11,7 @@ import pytest
 
 from runtime import EngineError, Limits, run_sandbox
 from runtime.sandbox import engine
-from specgen.cache_dir import CACHE_ENV
+from specgen.cache_dir import CACHE_ENV, SECRET_NAME, seal
 
 
 def test_only_the_pinned_wasm_is_accepted():
@@ -43,7 +43,8 @@ def test_cache_entry_is_used_and_bad_entries_are_recompiled(tmp_path, monkeypatc
     _, how, top = engine.load_module(eng)
     assert how == "compiled" and top == 19 * 65536
     path = engine.cache_path()
-    assert path.is_file() and [p.name for p in path.parent.iterdir()] == [path.name]  # no temp left
+    names = sorted(p.name for p in path.parent.iterdir())
+    assert path.is_file() and names == sorted([path.name, SECRET_NAME])  # no temp left
     assert engine.load_module(eng)[1] == "cache"
 
     good = path.read_bytes()
@@ -53,10 +54,10 @@ def test_cache_entry_is_used_and_bad_entries_are_recompiled(tmp_path, monkeypatc
     assert engine.load_module(eng)[1] == "compiled"  # checksum mismatch
     assert path.read_bytes() == good  # rewritten
 
-    import hashlib
-
     junk = b"not a serialized module"
-    path.write_bytes(junk + hashlib.sha256(junk).digest())
+    sealed = seal(path, junk)
+    assert sealed is not None
+    path.write_bytes(sealed)
     assert engine.load_module(eng)[1] == "compiled"  # deserialize refused it
     path.write_bytes(b"")
     assert engine.load_module(eng)[1] == "compiled"  # truncated
@@ -137,3 +138,37 @@ def test_a_pool_slot_reused_by_the_next_run_holds_nothing_of_the_last():
     second = run_sandbox("print(1)", memory_probe=memory.append)
     assert second.exit_code == 0 and memory
     assert marker.encode() not in memory[0]
+
+
+def test_a_planted_entry_owned_by_us_is_not_deserialised(tmp_path, monkeypatch):
+    """A file from a checkout or a restored CI cache is ours, private even, and carries
+    a correct SHA-256 trailer; it is native code wasmtime would map. Without the seal
+    of the per-user secret it is never deserialised, and a secret file that others
+    can read (planted with the entry, or left by an unpacked archive) is no secret."""
+    import hashlib
+
+    import wasmtime
+
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    eng = engine.make_engine(pooled=False)
+    path = engine.cache_path()
+    path.parent.mkdir(mode=0o700)
+    theirs = bytes(wasmtime.Module(eng, '(module (func (export "theirs")))').serialize())
+    path.write_bytes(theirs + hashlib.sha256(theirs).digest())
+    path.chmod(0o600)
+    assert engine._read_cached(eng, path) is None
+
+    key = path.parent / SECRET_NAME
+    key.write_bytes(b"k" * 32)
+    key.chmod(0o644)  # what git checks out, what a tar keeps
+    planted = seal(path, theirs)  # replaces the readable key before sealing
+    assert planted is not None and key.stat().st_mode & 0o077 == 0
+    assert key.read_bytes() != b"k" * 32
+    import hmac
+
+    forged = theirs + hmac.digest(b"k" * 32, path.name.encode() + b"\0" + theirs, "sha256")
+    path.write_bytes(forged)
+    assert engine._read_cached(eng, path) is None
+    path.write_bytes(planted)  # the control: sealed with the real secret, it loads
+    found = engine._read_cached(eng, path)
+    assert found is not None and [e.name for e in found.exports] == ["theirs"]

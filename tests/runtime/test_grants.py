@@ -1104,3 +1104,72 @@ def test_the_character_check_is_ascii_only(url: str) -> None:
     assert base_url_error(url) == (
         "host-api grant: BaseURL must be an origin only (scheme and host, with optional port)"
     )
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "X-HTTP-Method-Override",
+        "X-HTTP-Method",
+        "x-method-override",
+        "X-Original-URL",
+        "X-Rewrite-URL",
+    ],
+)
+def test_a_request_rewrite_header_cannot_be_granted(tmp_path: Path, header: str) -> None:
+    """A server that honours `X-HTTP-Method-Override: DELETE` runs a DELETE where the
+    broker matched a POST; neither a guest-chosen nor a pinned value may be granted."""
+    for listed in (header, f"{header}=DELETE"):
+        entry = {"route": "POST /v1/items", "headers": [listed]}
+        assert "is set by the broker, never by agent code" in refused(
+            tmp_path, minimal(allow=[entry])
+        )
+
+
+@pytest.mark.parametrize("field", ["max_calls", "route_max_calls"])
+def test_a_number_of_thousands_of_digits_is_refused_in_one_line(tmp_path: Path, field: str) -> None:
+    """Python's int() refuses a literal past 4,300 digits with a ValueError; the loader
+    bounds digits while parsing, so the operator sees one line, not an internal error."""
+    huge = "9" * 5000
+    profile = json.dumps({"p": minimal()})[:-2]
+    if field == "max_calls":
+        profile += f', "max_calls": {huge}}}}}'
+    else:
+        profile += f', "route_max_calls": {{"GET /v1/items/*": -{huge}}}}}}}'
+    path = write(tmp_path, None, raw='{"profiles": ' + profile + "}")
+    with pytest.raises(GrantsError) as info:
+        load(path, environ=ENV)
+    assert str(info.value) == f"grants: parse {path}: a number has more than 18 digits"
+
+
+def test_a_long_float_is_refused_in_one_line(tmp_path: Path) -> None:
+    path = write(tmp_path, None, raw='{"profiles": {"p": {"max_calls": 1.' + "5" * 5000 + "}}}")
+    with pytest.raises(GrantsError, match="a number is longer than 26 characters"):
+        load(path, environ=ENV)
+
+
+def test_a_preamble_file_that_is_a_fifo_is_refused_not_waited_on(tmp_path: Path) -> None:
+    """Opening a FIFO for reading blocks until a writer comes; the loader must refuse
+    it at once. The read runs in a thread so a regression fails the test, not hangs it."""
+    import threading
+
+    os.mkfifo(tmp_path / "pipe.js")
+    path = write(tmp_path, {"p": minimal(preamble_file="pipe.js")})
+    outcome: list[str] = []
+
+    def attempt() -> None:
+        try:
+            load(path, environ=ENV)
+            outcome.append("loaded")
+        except GrantsError as e:
+            outcome.append(str(e))
+
+    reader = threading.Thread(target=attempt, daemon=True)
+    reader.start()
+    reader.join(10)
+    if reader.is_alive():
+        with open(tmp_path / "pipe.js", "wb"):
+            pass  # release the blocked open so the thread ends
+        reader.join(5)
+        pytest.fail("loading a grant whose preamble_file is a FIFO blocked")
+    assert outcome == ['grants: profile "p": read preamble_file: not a regular file: pipe.js']

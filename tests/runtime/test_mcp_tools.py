@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from runtime.mcp import tools
 from runtime.mcp.runner import REFUSALS, Call, Run
 from runtime.mcp.search import Index, words
@@ -77,6 +79,14 @@ def test_an_answer_that_would_carry_the_key_carries_no_output() -> None:
     out, _ = _answer(_run(stdout=f"leaked {key}", stderr="x"), leaks=lambda t: key in t)
     assert key not in json.dumps(out)
     assert out["stdout"] == tools.WITHHELD and out["truncated"] is True
+
+
+@pytest.mark.parametrize("key", ['k-"quoted"-secret', "k-\\back\\slash", "k-\u00e9-\U0001f511"])
+def test_an_answer_is_searched_for_a_key_json_would_escape(key: str) -> None:
+    """The answer is JSON, where a quote or backslash of the key is escaped; the check
+    (the grant's verbatim `leaks`) must still see the key the guest printed."""
+    out, _ = _answer(_run(stdout="x", stderr=f"leaked {key}"), leaks=lambda t: key in t)
+    assert out["stderr"] == tools.WITHHELD and out["stdout"] == tools.WITHHELD
 
 
 def test_words_split_names_and_fold_plurals() -> None:

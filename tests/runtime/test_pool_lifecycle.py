@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from runtime import RunPool
+from runtime import RunPool, load_grants
 from runtime.cli import run
 from runtime.pool import WorkerDied
+from tests.runtime.loopback import FakeAPI
 from tests.runtime.test_run_cli import KEY, grants_file
 
 CALLER = "support-agent"
@@ -93,3 +94,39 @@ def test_a_killed_worker_ends_its_run_with_an_audit_and_is_replaced(
         assert (after.result.exit_code, after.result.stdout) == (0, "next\n")
         assert "worker_died" not in json.loads(after.audit)
         assert worker.pid not in [p.pid for p in multiprocessing.active_children()]
+
+
+def test_a_killed_workers_audit_names_every_call_its_run_had_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, api: FakeAPI
+) -> None:
+    """The worker tells the parent of each call as its broker admits it, so when the
+    worker dies the parent's audit still lists them (outcome unknown: status 0,
+    failure worker_died), in the guest's order, with their routes counted."""
+    monkeypatch.setenv("CLOUDFLARE_API_TOKEN", KEY)
+    path = grants_file(tmp_path)
+    profile = load_grants(path).select("agent-memory", CALLER).with_base_url(api.url)
+    code = (
+        "const go = p => globalThis.__coderunner_host_start("
+        'JSON.stringify({method: "GET", path: p}));'
+        ' await Promise.all(["/v1/items/a", "/v1/items/b", "/v1/items/c"].map(go));'
+        " while (true) {}"
+    )
+    with RunPool(path, workers=1) as pool:
+        pool.warm()
+        (worker,) = multiprocessing.active_children()
+        doomed = pool.submit(code, profile, caller=CALLER, timeout_s=20)
+        deadline = time.monotonic() + 20
+        while len(api.requests) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(api.requests) == 3
+        os.kill(worker.pid, signal.SIGKILL)  # type: ignore[arg-type]
+        outcome = doomed.result(timeout=30)
+    assert outcome.result.internal_error == "WorkerDied"
+    audit = json.loads(outcome.audit)
+    assert audit["worker_died"] is True
+    assert [
+        (c["seq"], c["method"], c["route"], c["status"], c["failure"]) for c in audit["calls"]
+    ] == [(n, "GET", "/v1/items/*", 0, "worker_died") for n in (1, 2, 3)]
+    assert audit["routes"] == [
+        {"method": "GET", "route": "/v1/items/*", "calls": 3, "delivered": 0}
+    ]

@@ -12,6 +12,7 @@ import base64
 import json
 import re
 import time
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import quote
 
 import pytest
@@ -20,7 +21,7 @@ from hypothesis import strategies as st
 
 from runtime import Broker, HostRequest
 from runtime.broker.reflection import Reflection
-from tests.runtime.loopback import FakeAPI, profile, reply
+from tests.runtime.loopback import FakeAPI, Seen, profile, reply
 
 KEY = "sk+live/<k>&Q9zT4mW2xR7pL0vN8bY3cF6hJ1"  # printable ASCII, has + / < > &
 
@@ -151,4 +152,72 @@ def test_the_broker_never_delivers_an_encoded_echo(api: FakeAPI, form: str) -> N
     assert answer.status == 502
     assert KEY.encode()[:19] not in answer.body and b"\\u" not in answer.body
     assert len(api.requests) == 1
+    assert [(r.status, r.delivered) for r in snapshot.rows] == [(200, False)]
+
+
+#: Keys whose JSON spelling differs from their bytes in every way RFC 8259 allows: a
+#: quote and a backslash (escaped by every encoder), non-ASCII (`\u00e9` with
+#: ensure_ascii), an astral character (a surrogate pair), and a control-free mix.
+ESCAPED_KEYS = [
+    'sk"live"Q9zT4mW2xR7pL0vN8bY3',
+    "sk\\live\\Q9zT4mW2xR7pL0vN8bY3",
+    'a"b\\c"d\\e"f\\g"h\\i"j\\k"l\\m"n',
+    "clé-secrète-Q9zT4mW2xR7pL0",
+    "key-\U0001f511-Q9zT4mW2xR7pL0vN8",
+    'mixed/"\\é\U0001f511+<&>',
+]
+
+
+@pytest.mark.parametrize("key", ESCAPED_KEYS)
+@pytest.mark.parametrize("ensure_ascii", [True, False])
+def test_a_key_echoed_through_json_dumps_is_caught(key: str, ensure_ascii: bool) -> None:
+    """An echo endpoint returning `json.dumps(request.headers)` escapes the key's quotes
+    and backslashes; the check must read the body as JSON would."""
+    body = json.dumps({"Authorization": f"Bearer {key}"}, ensure_ascii=ensure_ascii).encode()
+    assert key.encode() not in body or '"' not in key  # the echo really is escaped
+    assert Reflection([key]).found(body)
+
+
+def _upper_escape(ch: str) -> str:
+    """`\\uXXXX` in upper case, as a surrogate pair past the BMP."""
+    units = ch.encode("utf-16-be")
+    return "".join(f"\\u{units[i] << 8 | units[i + 1]:04X}" for i in range(0, len(units), 2))
+
+
+@pytest.mark.parametrize("key", ESCAPED_KEYS)
+def test_a_key_in_every_one_letter_escape_is_caught(key: str) -> None:
+    """Encoders differ in what they escape beyond `"` and `\\`: escaping every
+    character that has a one-letter or `\\uXXXX` form must not hide the key."""
+    spelled = "".join(
+        {'"': '\\"', "\\": "\\\\", "/": "\\/"}.get(ch, _upper_escape(ch) if ch > "~" else ch)
+        for ch in key
+    )
+    surrogates = json.dumps(key)[1:-1]  # Python escapes astral characters as a pair
+    for body in (spelled, surrogates):
+        assert Reflection([key]).found(f'{{"echo":"{body}"}}'.encode()), body
+
+
+def test_escapes_that_decode_to_other_text_pass() -> None:
+    key = 'sk"live"Q9zT4m'  # shorter than WINDOWED_FROM: only the whole key is sought
+    near = json.dumps(key.replace('"', "'")).encode()
+    assert not Reflection([key]).found(near)
+    assert not Reflection([key]).found(b'"\\n\\t\\b\\f\\r\\\\\\"\\ud83d\\ude00"')
+
+
+@pytest.mark.parametrize("key", ESCAPED_KEYS[:3])
+def test_the_broker_withholds_a_quoted_key_echoed_as_json(api: FakeAPI, key: str) -> None:
+    """End to end: the loopback API echoes the request headers as JSON, the way an
+    echo endpoint does, and the guest gets 502, not the key."""
+
+    def echo(handler: BaseHTTPRequestHandler, seen: Seen) -> None:
+        reply(200, json.dumps(seen.headers).encode())(handler, seen)
+
+    api.responder = echo
+    broker = Broker(profile(api.url, key, ("GET /echo",)))
+    try:
+        answer = broker(HostRequest("GET", "/echo", None))
+    finally:
+        snapshot = broker.close()
+    assert len(api.requests) == 1
+    assert answer.status == 502
     assert [(r.status, r.delivered) for r in snapshot.rows] == [(200, False)]

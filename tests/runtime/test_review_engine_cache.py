@@ -7,7 +7,6 @@ place): it points at our folder while the folder is checked and at theirs after.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pytest
 import wasmtime
 
 from runtime.sandbox import engine as engine_mod
+from specgen.cache_dir import SECRET_NAME, seal
 
 OTHER_UID = 65534  # nobody
 
@@ -23,7 +23,9 @@ def _entry(engine: wasmtime.Engine, folder: Path, export: str) -> Path:
     folder.mkdir(mode=0o700, exist_ok=True)
     body = bytes(wasmtime.Module(engine, f'(module (func (export "{export}")))').serialize())
     path = folder / "qjs.cwasm"
-    path.write_bytes(body + hashlib.sha256(body).digest())
+    sealed = seal(path, body)  # under the folder's own cache secret
+    assert sealed is not None
+    path.write_bytes(sealed)
     path.chmod(0o600)
     return path
 
@@ -38,6 +40,7 @@ def test_an_engine_cache_folder_swapped_after_its_check_is_not_read(
     theirs = tmp_path / "theirs"
     planted = _entry(engine, theirs, "theirs")
     os.chown(planted, OTHER_UID, OTHER_UID)
+    os.chown(theirs / SECRET_NAME, OTHER_UID, OTHER_UID)
     os.chown(theirs, OTHER_UID, OTHER_UID)
     ours = tmp_path / "ours"
     _entry(engine, ours, "ours")

@@ -292,8 +292,9 @@ def test_a_run_whose_worker_is_killed_still_ends_with_its_audit_record(
     tmp_path: Path, api: FakeAPI, as_json: bool
 ) -> None:
     """The worker is killed (SIGKILL) after the run's call reached the API: that run
-    ends with exit 70 and an audit line that says its calls went down with the worker;
-    the next file runs on a replacement worker."""
+    ends with exit 70 and an audit line, written by the parent, that still names the
+    call (the worker told the parent as its broker admitted it), status 0, failure
+    worker_died; the next file runs on a replacement worker."""
     grants_file(tmp_path)
     paths = write(
         tmp_path, {"doomed.js": item("doomed", "while (true) {}"), "after.js": item("after")}
@@ -319,10 +320,22 @@ def test_a_run_whose_worker_is_killed_still_ends_with_its_audit_record(
     lost = {
         "profile": "agent-memory",
         "trace_id": "k:1",
-        "calls": [],
+        "calls": [
+            {
+                "seq": 1,
+                "method": "GET",
+                "route": "/v1/items/*",
+                "status": 0,
+                "delivered": False,
+                "bytes_sent": 0,
+                "bytes_back": 0,
+                "latency_ms": 0.0,
+                "failure": "worker_died",
+            }
+        ],
         "denied": 0,
         "dropped": 0,
-        "routes": [],
+        "routes": [{"method": "GET", "route": "/v1/items/*", "calls": 1, "delivered": 0}],
         "worker_died": True,
     }
     if not as_json:
@@ -332,8 +345,8 @@ def test_a_run_whose_worker_is_killed_still_ends_with_its_audit_record(
         assert first == [
             "specgen: the run was ended by an internal error (WorkerDied), exit 70;"
             " its trace and audit follow",
-            "specgen: the worker process running it died; the calls it made (some may have"
-            " reached the API) went down with it",
+            "specgen: the worker process running it died; the calls it had made are in the"
+            " audit with status 0 and failure worker_died (some may have reached the API)",
             "specgen: audit: " + json.dumps(lost, separators=(",", ":")),
             f'specgen: [1/2] "{paths[0]}": exit 70',
         ]

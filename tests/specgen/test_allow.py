@@ -101,6 +101,14 @@ HEADERS_NEVER = [
     "X-Forwarded-For",
     "TE",
     "Upgrade",
+    "Content-MD5",
+    # Request-rewrite headers: a server that honours one runs another method or path
+    # than the one the broker matched against the grant.
+    "X-HTTP-Method-Override",
+    "x-http-method",
+    "X-Method-Override",
+    "X-Original-URL",
+    "X-Rewrite-URL",
 ]
 
 

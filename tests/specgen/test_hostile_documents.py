@@ -243,3 +243,160 @@ def test_patterns_re2_runs_still_judge_examples_and_property_names() -> None:
     assert "'one' is not of type 'integer'" in example_nits(doc, "doc")[0]
     media["example"] = {"y": 1}
     assert "'y' does not match any of the regexes: '^x-'" in example_nits(doc, "doc")[0]
+
+
+# -- document regexes under real bounds ---------------------------------------------------
+
+#: The address space a bounded command may use: several times what `specgen validate`
+#: needs on these documents (about 60 MB resident), a fraction of what the unbounded
+#: RE2 captures and Python `re` took (1.6 GB for 10,000 nested groups; hours for
+#: `^(a+)+$` under unevaluatedProperties).
+BOUNDED_BYTES = 512 << 20
+
+
+def _bounded(*args: str) -> subprocess.CompletedProcess[str]:
+    """`specgen ARGS` in a child whose memory is capped: a regression shows as a failed
+    command or an expired timeout, never as the machine swapping."""
+    import resource
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (BOUNDED_BYTES, BOUNDED_BYTES))
+
+    return subprocess.run(
+        [sys.executable, "-m", "specgen", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        preexec_fn=cap,
+    )
+
+
+def _schema_example_document(schema: dict[str, Any], example: Any) -> dict[str, Any]:
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "t", "version": "1"},
+        "paths": {},
+        "components": {"schemas": {"S": {**schema, "examples": [example]}}},
+    }
+
+
+def test_unevaluated_properties_runs_document_patterns_in_linear_time(tmp_path: Path) -> None:
+    """jsonschema's unevaluatedProperties calls Python's `re` on patternProperties: this
+    400-byte document ran past 60 s. Run by RE2, it finishes and still judges the key."""
+    spec = tmp_path / "redos31.json"
+    schema = {
+        "type": "object",
+        "patternProperties": {"^(a+)+$": {}},
+        "unevaluatedProperties": False,
+    }
+    spec.write_bytes(orjson.dumps(_schema_example_document(schema, {"a" * 32 + "!": 1})))
+    proc = _bounded("validate", "--strict", str(spec))
+    assert proc.returncode == 1, proc.stderr
+    assert "Unevaluated properties are not allowed ('" + "a" * 32 + "!' was unexpected)" in (
+        proc.stdout
+    )
+
+
+@pytest.mark.parametrize("groups", [10_000, 50_000])
+def test_deeply_nested_groups_stay_within_bounded_memory(tmp_path: Path, groups: int) -> None:
+    """n nested groups made RE2 keep captures in n squared (1.6 GB at 10,000), and the
+    metaschema's `regex` format handed the pattern to Python's `re` too."""
+    pattern = "(" * groups + "a" + ")" * groups
+    spec = tmp_path / "nested.json"
+    spec.write_bytes(
+        orjson.dumps(_schema_example_document({"type": "string", "pattern": pattern}, "b"))
+    )
+    proc = _bounded("validate", "--strict", str(spec))
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert all(len(line) < 400 for line in lines), "a line quoted the whole pattern"
+    if len(pattern) <= 65_536:
+        assert "does not match" in proc.stdout  # evaluated, and judged
+    else:
+        assert f"a pattern of {len(pattern)} characters" in proc.stdout  # refused, said so
+    assert "validation stopped" not in proc.stdout
+
+
+def test_check_grants_pins_a_nested_pattern_within_bounded_memory(tmp_path: Path) -> None:
+    """`check --grants` tests a pinned value against the parameter's pattern: with
+    10,000 nested groups it used 2.3 GB."""
+    pattern = "(" * 10_000 + "a" + ")" * 10_000
+    param = {"name": "q", "in": "query", "schema": {"type": "string", "pattern": pattern}}
+    doc = {
+        "openapi": "3.0.3",
+        "info": {"title": "t", "version": "1"},
+        "paths": {
+            "/a": {
+                "get": {
+                    "operationId": "a",
+                    "parameters": [param],
+                    "responses": {"200": {"description": "ok"}},
+                }
+            }
+        },
+    }
+    spec = tmp_path / "pin.json"
+    spec.write_bytes(orjson.dumps(doc))
+    grants = tmp_path / "grants.json"
+    profile = {
+        "base_url": "https://api.example",
+        "allowed_callers": ["a"],
+        "allow": [{"route": "GET /a", "query": ["q=b"]}],
+    }
+    grants.write_bytes(orjson.dumps({"profiles": {"p": profile}}))
+    proc = _bounded("check", str(spec), "--grants", str(grants), "--profile", "p")
+    assert "does not match the declared pattern" in proc.stdout + proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+UNEVALUATED_CASES: list[tuple[dict[str, Any], Any]] = [
+    ({"properties": {"a": {}}, "unevaluatedProperties": False}, {"a": 1, "b": 2}),
+    ({"allOf": [{"properties": {"a": {}}}], "unevaluatedProperties": False}, {"a": 1}),
+    ({"allOf": [{"properties": {"a": {}}}], "unevaluatedProperties": False}, {"a": 1, "c": 1}),
+    (
+        {"anyOf": [{"properties": {"a": {"type": "string"}}}], "unevaluatedProperties": False},
+        {"a": 1},
+    ),
+    ({"patternProperties": {"^x-": {}}, "unevaluatedProperties": False}, {"x-a": 1, "y": 2}),
+    ({"patternProperties": {"^x-": {}}, "unevaluatedProperties": {"type": "integer"}}, {"y": "s"}),
+    ({"additionalProperties": {"type": "integer"}, "unevaluatedProperties": False}, {"y": "s"}),
+    (
+        {
+            "if": {"properties": {"k": {"const": 1}}},
+            "then": {"properties": {"t": {}}},
+            "else": {"properties": {"e": {}}},
+            "unevaluatedProperties": False,
+        },
+        {"k": 1, "t": 0, "e": 0},
+    ),
+    (
+        {"dependentSchemas": {"d": {"properties": {"x": {}}}}, "unevaluatedProperties": False},
+        {"d": 1, "x": 2},
+    ),
+    (
+        {
+            "$ref": "#/$defs/A",
+            "$defs": {"A": {"properties": {"a": {}}}},
+            "unevaluatedProperties": False,
+        },
+        {"a": 1, "b": 1},
+    ),
+]
+
+
+@pytest.mark.parametrize(("schema", "instance"), UNEVALUATED_CASES)
+def test_unevaluated_properties_judges_as_jsonschema_does(
+    schema: dict[str, Any], instance: Any
+) -> None:
+    """A differential check against the library's own keyword, on patterns Python's `re`
+    runs safely: the RE2 version must say the same, message included."""
+    from jsonschema import Draft202012Validator
+
+    from specgen import regex
+
+    ours = regex.jsonschema_keywords(set())
+    linear = __import__("jsonschema").validators.extend(Draft202012Validator, ours)
+    theirs = [e.message for e in Draft202012Validator(schema).iter_errors(instance)]
+    mine = [e.message for e in linear(schema).iter_errors(instance)]
+    assert mine == theirs

@@ -8,8 +8,10 @@ texts are proven to reach the generated files.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
+import pickle
 import re
 import subprocess
 import sys
@@ -22,6 +24,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from specgen.cache_dir import SECRET_NAME, seal
 from specgen.cli import cli
 from specgen.duplicates import may_repeat_a_key
 from specgen.errors import SpecError
@@ -191,9 +194,11 @@ def templates(tmp_path: Path) -> Path:
     return folder
 
 
-def _plant(templates: Path, folder: Path, marker: Path) -> Path:
-    """Write, in `folder`, a well-formed entry (right name, right source checksum, right
-    SHA-256) whose code creates `marker` before defining the real template."""
+def _plant(templates: Path, folder: Path, marker: Path, *, sealed: bool = True) -> Path:
+    """Write, in `folder`, a well-formed entry (right name, right source checksum, and
+    the folder's own cache seal, or with `sealed=False` only a SHA-256 trailer, what a
+    planter without the secret can write) whose code creates `marker` before defining
+    the real template."""
     folder.mkdir(mode=0o700, exist_ok=True)
     env = _env(templates, folder)
     cache = env.bytecode_cache
@@ -205,7 +210,9 @@ def _plant(templates: Path, folder: Path, marker: Path) -> Path:
     bucket.code = compile(evil, str(templates / "t.j2"), "exec")
     body = bucket.bytecode_to_string()
     entry = cache._path(bucket)
-    entry.write_bytes(body + hashlib.sha256(body).digest())
+    blob = seal(entry, body) if sealed else body + hashlib.sha256(body).digest()
+    assert blob is not None
+    entry.write_bytes(blob)
     entry.chmod(0o600)
     return entry
 
@@ -225,6 +232,37 @@ def test_a_planted_entry_of_ours_does_run(templates: Path, tmp_path: Path) -> No
     _plant(templates, tmp_path / "cache", marker)
     assert _render(templates, tmp_path / "cache") == "hello x\n"
     assert marker.exists()
+
+
+def test_a_planted_entry_without_the_seal_is_never_unpickled(
+    templates: Path, tmp_path: Path
+) -> None:
+    """A `git clone` or a restored CI cache leaves files owned by the user (mode 0644
+    or, from a tar, 0600) with whatever checksum the planter computed. Jinja2 unpickles
+    the entry's header before its own check, so a pickle that runs code in place of the
+    header must never reach it: nothing is read without the per-user seal."""
+    marker = tmp_path / "ran"
+    entry = _plant(templates, tmp_path / "cache", marker, sealed=False)
+    assert _render(templates, tmp_path / "cache") == "hello x\n"
+    assert not marker.exists()
+
+    class Payload:
+        def __reduce__(self) -> tuple[object, tuple[str]]:
+            return (os.mkdir, (str(marker),))
+
+    body = jinja2.bccache.bc_magic + pickle.dumps(Payload(), 2)
+    for mode in (0o644, 0o600):
+        entry.write_bytes(body + hashlib.sha256(body).digest())
+        entry.chmod(mode)
+        assert _render(templates, tmp_path / "cache") == "hello x\n"
+        assert not marker.exists()
+    # A readable cache secret is no secret: an entry sealed with it is not run either.
+    key = entry.parent / SECRET_NAME
+    key.write_bytes(b"k" * 32)
+    key.chmod(0o644)
+    entry.write_bytes(body + hmac.digest(b"k" * 32, entry.name.encode() + b"\0" + body, "sha256"))
+    assert _render(templates, tmp_path / "cache") == "hello x\n"
+    assert not marker.exists()
 
 
 @needs_root

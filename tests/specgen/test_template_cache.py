@@ -17,7 +17,7 @@ import jinja2
 import platformdirs
 import pytest
 
-from specgen.cache_dir import CACHE_ENV, cache_dir
+from specgen.cache_dir import CACHE_ENV, SECRET_NAME, cache_dir
 from specgen.template_cache import TemplateCache
 
 REPO = Path(__file__).resolve().parents[2]
@@ -71,7 +71,7 @@ def test_a_second_start_reuses_the_compiled_template(
     second = _render(templates, cache, monkeypatch)
     assert first == ("x0\nx1\n", 1)
     assert second == ("x0\nx1\n", 0)
-    (entry,) = cache.iterdir()
+    (entry,) = cache.glob("jinja-*.bin")
     assert entry.stat().st_mode & 0o777 == 0o600
     assert cache.stat().st_mode & 0o777 == 0o700
 
@@ -92,7 +92,7 @@ def test_an_entry_others_could_write_is_ignored(
 ) -> None:
     cache = tmp_path / "cache"
     _render(templates, cache, monkeypatch)
-    (entry,) = cache.iterdir()
+    (entry,) = cache.glob("jinja-*.bin")
     target = entry if who == "entry" else cache
     target.chmod(target.stat().st_mode | 0o022)
     assert _render(templates, cache, monkeypatch) == ("x0\nx1\n", 1)
@@ -103,7 +103,7 @@ def test_a_corrupt_entry_is_ignored(
 ) -> None:
     cache = tmp_path / "cache"
     _render(templates, cache, monkeypatch)
-    (entry,) = cache.iterdir()
+    (entry,) = cache.glob("jinja-*.bin")
     data = bytearray(entry.read_bytes())
     data[len(data) // 2] ^= 0xFF
     entry.write_bytes(bytes(data))
@@ -188,3 +188,32 @@ def test_builds_from_a_warm_cache_write_the_same_files(tmp_path: Path) -> None:
     )
     outs.append({p.name: p.read_bytes() for p in sorted(out.iterdir())})
     assert outs[0] == outs[1] == outs[2]
+
+
+@pytest.mark.parametrize("relative", ["cache", "./.cache", "~/c", "../c"])
+def test_a_relative_cache_override_is_ignored(
+    relative: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PLIMSOLL_CACHE_DIR=cache resolved against the working folder, a checkout whose
+    files (a planted `jinja-*.bin`) the repository's authors chose; it is ignored, as a
+    relative XDG_CACHE_HOME is."""
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv(CACHE_ENV, relative)
+    monkeypatch.chdir(tmp_path)
+    folder = cache_dir()
+    assert folder.is_absolute()
+    assert folder == Path(platformdirs.user_cache_dir("plimsoll-specgen", appauthor=False))
+
+
+def test_the_cache_secret_is_private_and_reused(
+    templates: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "cache"
+    _render(templates, cache, monkeypatch)
+    key = cache / SECRET_NAME
+    first = key.read_bytes()
+    assert key.stat().st_mode & 0o777 == 0o600 and len(first) == 32
+    (templates / "t.j2").write_text("edited {{ name }}\n")
+    _render(templates, cache, monkeypatch)
+    assert key.read_bytes() == first
+    assert sorted(p.name for p in cache.iterdir() if p.name.startswith(".")) == []
