@@ -223,7 +223,7 @@ def build(
     quiet: bool,
     verbose: bool,
 ) -> None:
-    """Write allow.json, preamble.js, description.txt (and health_check.txt) for SPEC.
+    """Write allow.json, preamble.js, description.txt, types.d.ts (and health_check.txt) for SPEC.
 
     SPEC is a path or - for stdin, JSON or YAML.
     """
