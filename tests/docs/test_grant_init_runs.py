@@ -74,7 +74,8 @@ CASES = {
         GITHUB,
         "gh",
         "GET /repos/octo/hello/issues?state&labels&per_page&page",
-        'await gh.issues_list_for_repo("octo", "hello", {state: "open", per_page: 5})',
+        '(await gh.$response.issues_list_for_repo("octo", "hello", {state: "open", per_page: 5}))'
+        ".body",  # the $response form the description names
         "/repos/octo/hello/issues",
         {"state": ["open"], "per_page": ["5"]},
     ),
@@ -131,6 +132,8 @@ def test_init_then_check_then_run_against_a_loopback_api(name: str, tmp_path: Pa
     assert (seen.method, target.path) == ("GET", case.path)
     assert parse_qs(target.query) == case.query
     assert seen.headers["authorization"] == case.auth
+    # what the User-Agent note says the broker sends when the profile sets none
+    assert seen.headers["user-agent"].startswith("plimsoll-specgen/")
 
 
 def test_the_notes_say_what_the_entry_does_not_permit_and_where_the_key_may_go() -> None:
@@ -299,3 +302,40 @@ def test_an_api_key_header_is_drafted_as_the_document_states_it(tmp_path: Path) 
     token = json.loads(result.stdout)["profiles"]["p"]["token"]
     assert token == {"type": "static", "env": "P_TOKEN", "header": "X-API-Key", "value": "{token}"}
     assert 'securityScheme "key" asks' in result.stderr
+
+
+def test_a_drafted_profile_header_passes_check_and_goes_on_every_call(tmp_path: Path) -> None:
+    version = _header("X-Api-Version", ["2024-01-01"])
+    doc = _doc({"/a": [version], "/b/{id}": [version]})
+    doc["paths"]["/b/{id}"]["get"]["parameters"].append(  # type: ignore[index]
+        {"name": "id", "in": "path", "required": True, "schema": {"type": "integer"}}
+    )
+    spec = tmp_path / "api.json"
+    spec.write_text(json.dumps(doc))
+    grants = tmp_path / "grants.json"
+    drafted = _init(
+        spec,
+        "GET /a",
+        "GET /b/7",
+        extra=("--base-url-override", "http://127.0.0.1:*", "-o", str(grants)),
+    )
+    assert drafted.exit_code == 0, drafted.output
+    checked = specgen("check", spec, "--grants", grants, "--profile", "p")
+    assert checked.exit_code == 0, checked.output
+    api = FakeAPI(reply(200, b"{}", {"Content-Type": "application/json"}))
+    try:
+        code = tmp_path / "code.js"
+        code.write_text("await host.get('/a'); await host.get('/b/7');\n")
+        ran = CliRunner().invoke(
+            run_command,
+            [str(code), "--grants", str(grants), "--profile", "p", "--caller", "a",
+             "--base-url", api.url, "--json"],
+            env={"P_TOKEN": KEY},
+            catch_exceptions=False,
+        )  # fmt: skip
+    finally:
+        api.close()
+    assert json.loads(ran.stdout)["exit_code"] == 0, ran.stdout
+    assert [s.path for s in api.requests] == ["/a", "/b/7"]
+    assert all(s.headers["x-api-version"] == "2024-01-01" for s in api.requests)
+    assert all(s.headers["user-agent"].startswith("plimsoll-specgen/") for s in api.requests)
