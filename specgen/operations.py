@@ -899,6 +899,8 @@ def generate(
             "query": tuple([permit(p) for p in query]),
             "headers": tuple([permit(p) for p in headers]),
             "body": _body_entry(route.method, gen.bodies.get(key, ())),
+            # a document names no response headers for a grant: the operator lists them
+            "response_headers": (),
         }
         entries.append(make(AllowEntry, entry))
     declared = tuple(declared_list)
