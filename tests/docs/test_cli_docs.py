@@ -136,3 +136,13 @@ def test_build_help_and_its_section_name_every_file_build_writes() -> None:
     for name in FILES:
         assert name in help_text, name
         assert f"`{name}`" in section, name
+
+
+def test_the_verbose_rename_line_cli_md_quotes_is_printed() -> None:
+    if not GITHUB.exists():
+        prerequisites.missing(f"GitHub's document ({GITHUB})", "make corpus")
+    found = re.search(r"`(specgen: renamed: [^`]*)`", CLI_MD)
+    assert found
+    quoted = " ".join(found.group(1).split())
+    result = CliRunner().invoke(cli, ["emit", "allow", str(GITHUB), "-v"])
+    assert quoted in result.stderr.splitlines()
