@@ -125,6 +125,8 @@ class Allowed:
     fixed: tuple[tuple[str, tuple[str, ...]], ...] = ()
     #: The body media types the entries permit, when other than JSON alone.
     body_types: tuple[str, ...] = ()
+    #: "PATH: option, ..." per entry, when the entries permit different options.
+    options_by_path: tuple[str, ...] = ()
 
     def signature(self, global_name: str) -> str:
         return signature(self.types, global_name)
@@ -204,7 +206,24 @@ def cut_to_grant(types: OperationTypes, entries: tuple[AllowEntry, ...]) -> Allo
     if types.body is not None and not media:
         cut = cut._replace(body=None, body_required=False)
     shown = media if media and media != ("application/json",) else ()
-    return Allowed(cut, entries, tuple(fixed), shown)
+    return Allowed(cut, entries, tuple(fixed), shown, _options_by_path(params, entries))
+
+
+def _options_by_path(params: list[Param], entries: tuple[AllowEntry, ...]) -> tuple[str, ...]:
+    """When several entries permit the operation with different options, which path
+    permits which: the signature shows their union, and a call that mixes one entry's
+    path with another's option is refused."""
+    if len(entries) < 2:
+        return ()
+    per_entry = [
+        tuple(p.name for p in params if _permits((entry,), p) is not None) for entry in entries
+    ]
+    if len(set(per_entry)) < 2:
+        return ()
+    return tuple(
+        f"{entry.route.path}: {', '.join(names) if names else 'none'}"
+        for entry, names in zip(entries, per_entry, strict=True)
+    )
 
 
 def allowed(result: Result, allow: tuple[AllowEntry | Route, ...]) -> list[Allowed]:

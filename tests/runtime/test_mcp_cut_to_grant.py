@@ -189,3 +189,20 @@ def test_a_long_grant_text_keeps_every_signature_and_cuts_types_first(tmp_path: 
     ):
         assert f"gh.{method}(" in text
     assert re.search(r"\(\d+ more type\(s\) not shown\.\)", text)
+
+
+def test_entries_permitting_different_options_say_which_path_permits_which(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    prepared = _prepared(
+        tmp_path,
+        monkeypatch,
+        ["GET /repos/octo/hello/issues?state", "GET /repos/octo/world/issues?page&per_page"],
+    )
+    described = prepared.catalog.describe("issues_list_for_repo") or ""
+    assert _options(described, "issues_list_for_repo") == ["state", "per_page", "page"]
+    assert (
+        "  options by path: /repos/octo/hello/issues: state; /repos/octo/world/issues: per_page, page"
+        in described
+    )
+    assert 'repo = "hello" or "world"' in described
