@@ -44,6 +44,7 @@ class Result(NamedTuple):
         """The lines `build` prints on stderr before anything else."""
         lines = [f"specgen: skipped {s.method} {s.path} ({s.reason})" for s in self.gen.skipped]
         lines += [f"specgen: warning: {w}" for w in self.gen.warnings]
+        lines += [f"specgen: renamed: {r}" for r in self.gen.renamed]
         if self.gen.health_note:
             lines.append(f"specgen: health_check not set: {self.gen.health_note}")
         return [visible(line) for line in lines]  # paths and names come from the document

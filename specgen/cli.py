@@ -223,7 +223,7 @@ def build(
     quiet: bool,
     verbose: bool,
 ) -> None:
-    """Write allow.json, preamble.js, description.txt (and health_check.txt) for SPEC.
+    """Write allow.json, preamble.js, description.txt, types.d.ts (and health_check.txt) for SPEC.
 
     SPEC is a path or - for stdin, JSON or YAML.
     """
@@ -446,14 +446,24 @@ def grant() -> None:
     "--allow",
     "allow",
     multiple=True,
-    metavar="ROUTE",
-    help="An allow entry, 'METHOD /path', an instance of one of SPEC's routes (repeatable). "
+    metavar="ENTRY",
+    help="An allow entry, an instance of one of SPEC's routes (repeatable): "
+    "'METHOD /path?query&name=pin', a JSON object or array of entries "
+    '(\'{"route": ..., "headers": [...]}\'), or @FILE holding that JSON. '
     "Without any, allow is empty and every call is refused.",
 )
 @click.option(
     "--base-url",
     metavar="URL",
     help="The profile's base_url (the API's origin) instead of the document's first server.",
+)
+@click.option(
+    "--base-url-override",
+    "overrides",
+    multiple=True,
+    metavar="ORIGIN",
+    help="An origin `specgen run --base-url` may send to instead (repeatable), e.g. "
+    "http://127.0.0.1:* for a local fake on any port.",
 )
 @click.option(
     "--preamble-file",
@@ -475,6 +485,7 @@ def grant_init(
     callers: tuple[str, ...],
     allow: tuple[str, ...],
     base_url: str | None,
+    overrides: tuple[str, ...],
     preamble_file: str | None,
     output: Path | None,
     global_name: str,
@@ -484,9 +495,10 @@ def grant_init(
     quiet: bool,
     verbose: bool,
 ) -> None:
-    """Draft a grants file for SPEC: its routes as the catalog, the allow entries you
-    name, base_url and a token block from what the document declares. Notes on what to
-    check before use go to stderr."""
+    """Draft a grants file for SPEC that `check --grants` accepts: its routes as the
+    catalog (as `emit catalog` prints them), the allow entries you name, base_url, a token
+    block and the header values the document fixes. Notes on what is left to decide go to
+    stderr."""
     from specgen import build as pipeline
     from specgen.files import write_atomic
     from specgen.grant_init import PROFILE_NAME, draft
@@ -500,8 +512,7 @@ def grant_init(
     verbosity = _verbosity(quiet, verbose)
     result = pipeline.run(spec, _options(global_name, server, strict, no_validate))
     drafted = draft(
-        result.source.doc,
-        list(result.gen.allow),
+        result,
         profile=profile_name,
         callers=[c.strip() for c in callers],
         allow=list(allow),
@@ -509,6 +520,7 @@ def grant_init(
         server=server,
         preamble_file=preamble_file,
         base_url=base_url,
+        base_url_overrides=list(overrides),
     )
     _print_notes(result, verbosity)  # only now: a refused --allow stays one line
     for note in drafted.notes if verbosity else ():

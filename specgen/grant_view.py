@@ -11,20 +11,22 @@ before anything runs.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import orjson
 
-from specgen.allow import AllowError, parse_entry, response_header_patterns
+from specgen.allow import AllowEntry, AllowError, Permit, parse_entry, response_header_patterns
 from specgen.errors import SpecError
-from specgen.quoting import go_quote
+from specgen.quoting import go_quote, js_string
 from specgen.routes import Route
+from specgen.typescript import member_key
 
 if TYPE_CHECKING:
     from specgen.build import Result
-    from specgen.typescript import OperationTypes
+    from specgen.typescript import OperationTypes, Param
 
 _PARAM = re.compile(r"\{([^{}]*)\}")
 #: The token block types the runtime's broker reads (runtime/broker/token_block.py).
@@ -39,7 +41,9 @@ class GrantView:
     """The parts of a profile the model-facing text depends on."""
 
     profile: str
-    allow: tuple[Route, ...]
+    #: The allow entries with the parameters, pins and bodies each permits (a bare Route
+    #: is read as an entry permitting no parameter).
+    allow: tuple[AllowEntry | Route, ...]
     #: The token block's type ("static", "basic" or "jwt"); "" when the grant sends no
     #: credential. The description's sentence about the key depends on it.
     token: str
@@ -71,7 +75,7 @@ def read_grant(grants: Path, name: str) -> GrantView:
         readable = response_header_patterns(body.get("response_headers"))
     except AllowError as exc:
         raise SpecError(f"specgen: profile {go_quote(name)}: {exc}") from None
-    allow = tuple(e.route for e in entries)
+    allow = tuple(entries)
     per_route = tuple(
         dict.fromkeys(h for e in entries for h in e.response_headers if h not in readable)
     )
@@ -95,37 +99,143 @@ def read_grant(grants: Path, name: str) -> GrantView:
     )
 
 
+def literal(value: str, ts: str) -> str:
+    """A pinned value as the code would write it: a number or boolean pin of a parameter
+    typed so is that literal (`7`, `true`), anything else a JS string (`"7"`)."""
+    if ts == "number" and _NUMBER.fullmatch(value):
+        return value
+    if ts == "boolean" and value in ("true", "false"):
+        return value
+    return js_string(value)
+
+
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+
+
 @dataclass(frozen=True)
 class Allowed:
-    """One operation the grant permits, with the path values its allow entries fix."""
+    """One operation the grant permits: its types cut to what the grant lets the code
+    send (only the permitted query and header parameters, pins typed as their literal),
+    and the values its allow entries fix."""
 
     types: OperationTypes
-    entries: tuple[Route, ...]
+    entries: tuple[AllowEntry, ...]
+    #: (what the code writes, the literals the grant allows) for every pinned path
+    #: argument and option.
+    fixed: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: The body media types the entries permit, when other than JSON alone.
+    body_types: tuple[str, ...] = ()
+    #: "PATH: option, ..." per entry, when the entries permit different options.
+    options_by_path: tuple[str, ...] = ()
 
-    @property
-    def fixed(self) -> list[tuple[str, list[str]]]:
-        """(argument, the literal values the grant allows) for each pinned path argument."""
-        template = self.types.op.template.split("/")[1:]
-        args = iter(self.types.op.args)
-        out: list[tuple[str, list[str]]] = []
-        for i, seg in enumerate(template):
-            if not _PARAM.fullmatch(seg):
-                continue
-            arg = next(args, seg)
-            values = [e.segments[i] for e in self.entries]
-            if "*" not in values:
-                out.append((arg, list(dict.fromkeys(values))))
-        return out
+    def signature(self, global_name: str) -> str:
+        return signature(self.types, global_name)
 
 
-def allowed(result: Result, allow: tuple[Route, ...]) -> list[Allowed]:
-    """The document's operations that some allow entry is an instance of, in document order."""
+def signature(types: OperationTypes, global_name: str, cut: Callable[[str], str] = str) -> str:
+    """The method's signature as types.d.ts writes it, each type expression passed through
+    `cut` (search shortens them; an option's name is never cut, only its type). `options`
+    appears when some query or header parameter is permitted: offering an empty one
+    would only invite a refused call."""
+    args = [f"{p.name}: {cut(p.ts)}" for p in types.path_params]
+    members = [
+        f"{member_key(p.name)}{'' if p.required else '?'}: {cut(p.ts)}"
+        for p in types.extra_params
+        if p.sent
+    ]
+    required = any(p.required for p in types.extra_params if p.sent)
+    if types.body is not None:
+        optional = not types.body_required and not required
+        args.append(f"body{'?' if optional else ''}: {cut(types.body)}")
+    if members:
+        args.append(f"options{'' if required else '?'}: {{ {'; '.join(members)} }}")
+    return f"{global_name}.{types.op.name}({', '.join(args)}): Promise<{cut(types.response)}>"
+
+
+def _as_entry(item: AllowEntry | Route) -> AllowEntry:
+    return item if isinstance(item, AllowEntry) else AllowEntry(item)
+
+
+def _path_pins(
+    types: OperationTypes, entries: tuple[AllowEntry, ...]
+) -> list[tuple[str, tuple[str, ...]]]:
+    """(argument, literals) for each path argument every entry fixes to a literal."""
+    template = types.op.template.split("/")[1:]
+    args = iter(types.op.args)
+    ts = {p.name: p.ts for p in types.path_params}
+    out: list[tuple[str, tuple[str, ...]]] = []
+    for i, seg in enumerate(template):
+        if not _PARAM.fullmatch(seg):
+            continue
+        arg = next(args, seg)
+        values = [e.route.segments[i] for e in entries]
+        if "*" not in values:
+            out.append((arg, tuple(literal(v, ts.get(arg, "")) for v in dict.fromkeys(values))))
+    return out
+
+
+def _permits(entries: tuple[AllowEntry, ...], param: Param) -> list[Permit] | None:
+    """The permits of `param` in the entries that list it; None when none does."""
+    found: list[Permit] = []
+    for entry in entries:
+        if param.location == "query":
+            found += [p for p in entry.query if p.name == param.name]
+        elif param.location == "header":
+            found += [p for p in entry.headers if p.name.lower() == param.name.lower()]
+    return found or None
+
+
+def cut_to_grant(types: OperationTypes, entries: tuple[AllowEntry, ...]) -> Allowed:
+    """`types` with only what `entries` permit: a query or header parameter no entry
+    lists is dropped (the broker would refuse it), a pinned one is typed as its literal
+    and optional (the broker sends the pin anyway), and a body no entry permits goes."""
+    fixed = _path_pins(types, entries)
+    params: list[Param] = []
+    for param in types.extra_params:
+        permits = _permits(entries, param) if param.sent else None
+        if permits is None:
+            continue
+        pins = [p.value for p in permits]
+        if all(v is not None for v in pins):
+            literals = tuple(literal(v, param.ts) for v in dict.fromkeys(pins) if v is not None)
+            param = param._replace(ts=" | ".join(literals), required=False)
+            fixed.append((f"options.{member_key(param.name)}", literals))
+        params.append(param)
+    media = tuple(dict.fromkeys(m for e in entries for m in e.body_types()))
+    cut = types._replace(extra_params=tuple(params))
+    if types.body is not None and not media:
+        cut = cut._replace(body=None, body_required=False)
+    shown = media if media and media != ("application/json",) else ()
+    return Allowed(cut, entries, tuple(fixed), shown, _options_by_path(params, entries))
+
+
+def _options_by_path(params: list[Param], entries: tuple[AllowEntry, ...]) -> tuple[str, ...]:
+    """When several entries permit the operation with different options, which path
+    permits which: the signature shows their union, and a call that mixes one entry's
+    path with another's option is refused."""
+    if len(entries) < 2:
+        return ()
+    per_entry = [
+        tuple(p.name for p in params if _permits((entry,), p) is not None) for entry in entries
+    ]
+    if len(set(per_entry)) < 2:
+        return ()
+    return tuple(
+        f"{entry.route.path}: {', '.join(names) if names else 'none'}"
+        for entry, names in zip(entries, per_entry, strict=True)
+    )
+
+
+def allowed(result: Result, allow: tuple[AllowEntry | Route, ...]) -> list[Allowed]:
+    """The document's operations that some allow entry is an instance of, in document
+    order, each cut to what its entries permit."""
+    entries = [_as_entry(item) for item in allow]
     out = []
     for types in result.types.operations:
         route = Route(path=types.op.route, method=types.op.method)
-        entries = tuple(a for a in allow if route.covers(a))
-        if entries:
-            out.append(Allowed(types, entries))
+        mine = tuple(e for e in entries if route.covers(e.route))
+        if mine:
+            out.append(cut_to_grant(types, mine))
     return out
 
 
@@ -136,13 +246,34 @@ def grant_description(result: Result, view: GrantView) -> str:
     ops = allowed(result, view.allow)
     refs = tuple(r for a in ops[:MAX_LISTED] for r in a.types.refs)
     declarations, cut = result.types.closure(refs)
-    return render(
-        "description.grant.txt.j2",
-        gen=result.gen,
-        view=view,
-        global_name=view.global_name or result.gen.global_name,
-        ops=ops[:MAX_LISTED],
-        more=ops[MAX_LISTED:],
-        declarations=declarations,
-        cut=cut,
-    )
+
+    def text(shown: int) -> str:
+        return render(
+            "description.grant.txt.j2",
+            gen=result.gen,
+            view=view,
+            global_name=view.global_name or result.gen.global_name,
+            ops=ops[:MAX_LISTED],
+            more=ops[MAX_LISTED:],
+            declarations=declarations[:shown],
+            cut=cut + len(declarations) - shown,
+        )
+
+    # The named types go in while the text stays within TEXT_BUDGET, in the order the
+    # signatures reach them, so the operations and their parameters are never what is
+    # cut; the rest are counted (types.d.ts, or describe(), has each in full).
+    room = TEXT_BUDGET - len(text(0)) - _CUT_LINE
+    shown = 0
+    for d in declarations:
+        room -= len(d.name) + len(d.ts) + 10  # "type NAME = TS;\n"
+        if room < 0:
+            break
+        shown += 1
+    return text(shown)
+
+
+#: The size the grant's text is kept to where it can be: the MCP server shows it as its
+#: instructions up to this many characters (runtime/mcp/server.py, MAX_INSTRUCTIONS).
+TEXT_BUDGET = 8000
+#: Room kept for the "(N more type(s) not shown.)" line.
+_CUT_LINE = 40

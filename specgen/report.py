@@ -1,10 +1,11 @@
 """What a build says on stderr: a summary and warnings grouped by kind, or every line.
 
-A provider's document yields hundreds of skips and warnings (GitHub's: 31 and 304), one
-line each, which buries the one line that matters. By default they are counted by kind
-with one example each and closed by a summary line; `--verbose` lists every line,
-`--quiet` prints nothing but errors. Grouping works on the message text, so a new kind
-of warning is grouped by its shape without a change here.
+A provider's document yields hundreds of messages, one line each, which buries the one
+line that matters. So an operationId mapped to an identifier by the fixed rule (GitHub's
+1,222 `repos/get-content`) is no warning at all, only a count in the summary; the rest are
+counted by kind with one example each and closed by the summary line; `--verbose` lists
+every line, `--quiet` prints nothing but errors. Grouping works on the message text, so a
+new kind of warning is grouped by its shape without a change here.
 """
 
 from __future__ import annotations
@@ -126,10 +127,18 @@ def _example(message: str) -> str:
     return match.group(0).rstrip(": ") if match else message[:80]
 
 
+#: What a rename does, said once in the summary instead of once per operation.
+RENAME_RULE = "every character outside A-Z a-z 0-9 _ $ became _"
+
+
 def summary(result: Result, verb: str = "built") -> str:
     gen = result.gen
     parts = [f"{len(gen.skipped):,} skipped", f"{len(gen.warnings):,} warnings"]
-    tail = " (--verbose to list)" if gen.skipped or gen.warnings else ""
+    if gen.renamed:
+        parts.append(
+            f"{len(gen.renamed):,} operationId(s) renamed to JavaScript identifiers ({RENAME_RULE})"
+        )
+    tail = " (--verbose to list)" if gen.skipped or gen.warnings or gen.renamed else ""
     return f"specgen: {verb} {len(gen.operations):,} operations; {', '.join(parts)}{tail}"
 
 
@@ -142,6 +151,7 @@ def note_lines(result: Result, verbosity: Verbosity, *, details: bool = True) ->
     if verbosity is Verbosity.VERBOSE:
         lines = [f"specgen: skipped {s.method} {s.path} ({s.reason})" for s in gen.skipped]
         lines += [f"specgen: warning: {w}" for w in gen.warnings]
+        lines += [f"specgen: renamed: {r}" for r in gen.renamed]
         if gen.health_note:
             lines.append(f"specgen: health_check not set: {gen.health_note}")
         return [*lines, summary(result)]

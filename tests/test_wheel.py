@@ -35,6 +35,11 @@ def test_installed_wheel_builds_the_golden_files_outside_the_checkout(tmp_path: 
     sh(sys.executable, "-m", "build", "--wheel", "--outdir", dist, ROOT, cwd=tmp_path)
     wheels = list(dist.glob("plimsoll_specgen-*.whl"))
     assert len(wheels) == 1, wheels
+    import zipfile
+
+    with zipfile.ZipFile(wheels[0]) as wheel:
+        licences = {Path(n).name for n in wheel.namelist() if "/licenses/" in n}
+    assert licences == {"LICENSE", "NOTICE"}, licences
 
     venv = tmp_path / "venv"
     sh(sys.executable, "-m", "venv", "--without-pip", venv, cwd=tmp_path)

@@ -23,7 +23,7 @@ from runtime import (
     messages,
     run_profile,
 )
-from specgen.routes import Route
+from specgen.allow import AllowEntry
 
 #: The broker's fixed refusal texts, by the rule that refused (see hints in tools.py).
 REFUSALS: dict[str, str] = {
@@ -102,8 +102,10 @@ class Grant:
         return self._profile.global_name
 
     @property
-    def allow(self) -> tuple[Route, ...]:
-        return self._profile.allow
+    def allow(self) -> tuple[AllowEntry, ...]:
+        """The allow entries with the parameters, pins and bodies each permits: what the
+        server's search, describe and instructions are cut to."""
+        return self._profile.entries or tuple(AllowEntry(r) for r in self._profile.allow)
 
     @property
     def max_calls(self) -> int:

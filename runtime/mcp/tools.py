@@ -14,7 +14,7 @@ import orjson
 
 from runtime.mcp.runner import REFUSALS, Run
 from runtime.mcp.search import Index
-from specgen.grant_view import Allowed
+from specgen.grant_view import Allowed, signature
 from specgen.render import render
 from specgen.typescript import OperationTypes, TypeSet
 
@@ -127,10 +127,9 @@ def _short(ts: str) -> str:
 
 
 def short_signature(t: OperationTypes, global_name: str) -> str:
-    args = [f"{p.name}: {_short(p.ts)}" for p in t.path_params]
-    if t.body is not None:
-        args.append(f"body{'' if t.body_required else '?'}: {_short(t.body)}")
-    return f"{global_name}.{t.op.name}({', '.join(args)}): Promise<{_short(t.response)}>"
+    """The method's signature with each type expression cut to MAX_HIT_TYPE; `t` is
+    already cut to the grant (grant_view.cut_to_grant), so only permitted options appear."""
+    return signature(t, global_name, _short)
 
 
 class Catalog:

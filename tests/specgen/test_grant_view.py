@@ -114,6 +114,75 @@ def test_refusals_are_one_line(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "go together" in result.stderr
 
 
+def _doc_with_bodies(tmp_path: Path) -> Path:
+    form = {"type": "object", "properties": {"name": {"type": "string"}}}
+    doc = {
+        "openapi": "3.0.3",
+        "info": {"title": "b", "version": "1"},
+        "paths": {
+            "/upload": {
+                "post": {
+                    "operationId": "upload",
+                    "requestBody": {"content": {"multipart/form-data": {"schema": form}}},
+                    "responses": {"200": {"description": "ok"}},
+                }
+            },
+            "/items": {
+                "post": {
+                    "operationId": "add_item",
+                    "requestBody": {"content": {"application/json": {"schema": form}}},
+                    "parameters": [
+                        {"name": "dry", "in": "query", "schema": {"type": "boolean"}},
+                        {"name": "X-Trace", "in": "header", "schema": {"type": "string"}},
+                    ],
+                    "responses": {"200": {"description": "ok"}},
+                }
+            },
+        },
+    }
+    path = tmp_path / "api.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def _grant_text(tmp_path: Path, allow: list[object]) -> str:
+    grants = tmp_path / "g.json"
+    profile = {"base_url": "https://b.example", "allowed_callers": ["a"], "allow": allow}
+    grants.write_text(json.dumps({"profiles": {"p": profile}}))
+    code, text, err = _emit(
+        str(_doc_with_bodies(tmp_path)), "--grants", str(grants), "--profile", "p"
+    )
+    assert code == 0, err
+    return text
+
+
+def test_body_types_other_than_json_are_named_and_a_body_no_entry_permits_goes(
+    tmp_path: Path,
+) -> None:
+    text = _grant_text(
+        tmp_path,
+        [
+            {"route": "POST /upload", "body": ["multipart/form-data"]},
+            {"route": "POST /items", "query": ["dry=true"], "headers": ["X-Trace"], "body": []},
+        ],
+    )
+    assert "  body as: multipart/form-data" in text
+    [add] = [line for line in text.splitlines() if line.startswith("host.add_item(")]
+    # no body (the entry permits none), the boolean pin typed `true`, the header in options
+    assert add == 'host.add_item(options?: { dry?: true; "X-Trace"?: string }): Promise<unknown>'
+    assert "allowed: options.dry = true" in text
+
+
+def test_literal_types_follow_the_parameter() -> None:
+    from specgen.grant_view import literal
+
+    assert literal("7", "number") == "7"
+    assert literal("7", "string") == '"7"'
+    assert literal("07", "number") == '"07"'  # not a number as written: kept as text
+    assert literal("true", "boolean") == "true"
+    assert literal('a"b', "string") == '"a\\"b"'
+
+
 def test_names_the_response_headers_the_grant_lets_through(tmp_path: Path) -> None:
     data = json.loads(GRANTS.read_text())
     allow = data["profiles"]["agent-memory"]["allow"]
