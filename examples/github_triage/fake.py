@@ -52,7 +52,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 import orjson
 
@@ -140,7 +140,7 @@ class Label:
         return {
             "id": self.id,
             "node_id": f"LA_fake{self.id}",
-            "url": f"{PUBLIC_ORIGIN}/repos/{OWNER}/{REPO}/labels/{self.name}",
+            "url": f"{PUBLIC_ORIGIN}/repos/{OWNER}/{REPO}/labels/{quote(self.name, safe='')}",
             "name": self.name,
             "description": self.description,
             "color": self.color,

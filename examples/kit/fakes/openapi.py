@@ -29,7 +29,7 @@ from referencing.jsonschema import DRAFT4
 
 METHODS = ("get", "put", "post", "delete", "patch", "head", "options")
 _INTEGER = re.compile(r"-?\d{1,18}\Z")
-_NUMBER = re.compile(r"-?\d{1,18}(\.\d{1,18})?\Z")
+_NUMBER = re.compile(r"-?(\d{1,18}(\.\d{0,18})?|\.\d{1,18})([eE][-+]?\d{1,3})?\Z")
 #: A bracketed form or query name: `metadata[plan]`, `expand[]`, `address[line1]`.
 _BRACKETS = re.compile(r"\[([^\[\]]*)\]")
 
@@ -369,7 +369,7 @@ def coerce(document: Document, schema: Any, value: Any) -> Any:
         if kind == "integer" and _INTEGER.match(value):
             return int(value)
         if kind == "number" and _NUMBER.match(value):
-            return float(value) if "." in value else int(value)
+            return int(value) if _INTEGER.match(value) else float(value)
         if kind == "boolean" and value in ("true", "false"):
             return value == "true"
         if kind == "array":
