@@ -277,8 +277,7 @@ def _list_issues(fake: FakeGitHub, p: dict, q: dict, body: Any) -> Answer:
     items = [
         issue.public(fake.store)
         for issue in sorted(fake.store.issues.values(), key=lambda i: -i.number)
-        if (state == "all" or issue.state == state)
-        and all(name in issue.labels for name in wanted)
+        if (state == "all" or issue.state == state) and all(name in issue.labels for name in wanted)
     ]
     page, size = _pages(q)
     return Answer(200, None, page=(items, page, size, f"/repositories/{REPO_ID}/issues"))
@@ -556,8 +555,11 @@ class FakeGitHub(LoopbackServer):
             tag = etag(raw)
             extra["ETag"] = tag
             if tag in [t.strip() for t in headers.get("if-none-match", "").split(",")]:
-                return Reply(304, b"", {k: v for k, v in extra.items() if k != "Content-Type"}
-                             | self._rate_headers())
+                return Reply(
+                    304,
+                    b"",
+                    {k: v for k, v in extra.items() if k != "Content-Type"} | self._rate_headers(),
+                )
         self.used += 1
         return Reply(status, raw, extra | self._rate_headers())
 

@@ -169,9 +169,9 @@ class LoopbackServer:
                 self.send_response(reply.status)
                 # JSON unless the fake names the type (GitHub's plain-text 403, a 304
                 # with no body at all).
-                if not any(name.lower() == "content-type" for name in reply.headers):
-                    if reply.status != 304:
-                        self.send_header("Content-Type", "application/json")
+                named = any(name.lower() == "content-type" for name in reply.headers)
+                if not named and reply.status != 304:
+                    self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(reply.body)))
                 if refusal is not None:
                     self.send_header("Connection", "close")

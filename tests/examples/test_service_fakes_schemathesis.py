@@ -43,7 +43,11 @@ from examples.github_triage import fake as github
 from examples.kit.fakes import slack, stripe
 
 EXAMPLES = int(os.environ.get("PLIMSOLL_SCHEMATHESIS_EXAMPLES", "8"))
-TOKENS = {"github": "ghp_fake0123456789", "stripe": "sk_test_fake0123456789", "slack": "xoxb-fake-0123"}
+TOKENS = {
+    "github": "ghp_fake0123456789",
+    "stripe": "sk_test_fake0123456789",
+    "slack": "xoxb-fake-0123",
+}
 
 
 @dataclass(frozen=True)
@@ -112,8 +116,12 @@ def _negatable(name: str, label: str) -> bool:
         return True
     for param in raw.get("parameters", []):
         if "$ref" in param:
-            param = SCHEMAS[name].raw_schema["components"]["parameters"][param["$ref"].split("/")[-1]]
-        if param.get("schema", {}) != {"type": "string"} or param.get("required") and param["in"] != "path":
+            param = SCHEMAS[name].raw_schema["components"]["parameters"][
+                param["$ref"].split("/")[-1]
+            ]
+        if param.get("schema", {}) != {"type": "string"} or (
+            param.get("required") and param["in"] != "path"
+        ):
             return True
     return False
 
@@ -145,7 +153,9 @@ def _slack_body_check(label: str) -> Callable[[Any], None]:
         if body.get("ok") is False and body.get("error") in ("invalid_cursor", "invalid_arguments"):
             return  # a listed deviation: Slack documents them, the 2021 document does not
         if path == "/conversations.history" and key == "200":
-            assert isinstance(body.pop("response_metadata", {"next_cursor": ""})["next_cursor"], str)
+            assert isinstance(
+                body.pop("response_metadata", {"next_cursor": ""})["next_cursor"], str
+            )
         schema = responses[key]["content"]["application/json"]["schema"]
         validator = OAS30Validator(
             schema, registry=registry, _resolver=registry.resolver(base_uri="urn:slack")

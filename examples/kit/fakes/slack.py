@@ -212,7 +212,10 @@ class FakeSlack(LoopbackServer):
                 problem = self.response_problem(self.document.operation(op_id), payload)
                 if problem:
                     status = 500
-                    payload = {"ok": False, "error": f"fake answered outside the document: {problem}"}
+                    payload = {
+                        "ok": False,
+                        "error": f"fake answered outside the document: {problem}",
+                    }
             raw = orjson.dumps(payload) if payload is not None else b"404 Not Found"
             headers_out = {} if payload is not None else {"Content-Type": "text/plain"}
             if payload is not None:
@@ -248,9 +251,7 @@ class FakeSlack(LoopbackServer):
         errors = list(self.document.validator(pointer).iter_errors(payload))
         return errors[0].message if errors else None
 
-    def _arguments(
-        self, op: Operation, query: str, media: str, body: bytes
-    ) -> dict[str, Any]:
+    def _arguments(self, op: Operation, query: str, media: str, body: bytes) -> dict[str, Any]:
         """The method's arguments, from the query, a form or JSON."""
         args = self.document.query(op, query, unknown_ok=True)
         args.pop("token", None)  # query-string tokens are not accepted
@@ -316,9 +317,7 @@ class FakeSlack(LoopbackServer):
                 items = [c for c in items if True]  # none of the fake's channels is archived
             types = set((args.get("types") or "public_channel").split(","))
             items = [
-                c
-                for c in items
-                if ("private_channel" if c.private else "public_channel") in types
+                c for c in items if ("private_channel" if c.private else "public_channel") in types
             ]
             page, more = self._page(args, items, "channel", lambda c: c.id, LIST_LIMIT)
             return {

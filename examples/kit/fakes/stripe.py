@@ -131,7 +131,9 @@ class FakeStripe(LoopbackServer):
             except StripeError as error:
                 reply = Reply(error.status, orjson.dumps(error.body))
             except Exception as error:  # a bug in the fake: answer, log, never hang
-                reply = Reply(500, orjson.dumps({"error": {"type": "api_error", "message": repr(error)}}))
+                reply = Reply(
+                    500, orjson.dumps({"error": {"type": "api_error", "message": repr(error)}})
+                )
             reply.headers.setdefault("Request-Id", f"req_fake{self._requests:06d}")
             record = RecordedRequest(method, target, carried, reply.status, op_id)
             self._log.append(record)
@@ -151,20 +153,25 @@ class FakeStripe(LoopbackServer):
         if not auth:
             raise StripeError(401, NO_KEY)
         if not carried:
-            shown = auth[0].rsplit(" ", 1)[-1]
+            scheme, _, shown = auth[0].partition(" ")
+            if scheme == "Basic":
+                try:
+                    shown = base64.b64decode(shown, validate=True).decode().split(":", 1)[0]
+                except ValueError:
+                    pass
             raise StripeError(401, f"Invalid API Key provided: {shown[:8]}****{shown[-4:]}")
         parts = urlsplit(target)
         try:
             op, params = self.document.route(method, parts.path)
-        except Refusal as refused:
-            if refused.status == 405:
-                raise StripeError(404, f"Unrecognized request URL ({method}: {parts.path}).")
+        except Refusal:
             raise StripeError(404, f"Unrecognized request URL ({method}: {parts.path}).") from None
         args = self._arguments(op, parts.query, headers.get("content-type"), body)
         key = headers.get("idempotency-key")
         if method == "POST" and key is not None:
             where = f"{method} {parts.path}"
-            fingerprint = hashlib.sha256(orjson.dumps(args, option=orjson.OPT_SORT_KEYS)).hexdigest()
+            fingerprint = hashlib.sha256(
+                orjson.dumps(args, option=orjson.OPT_SORT_KEYS)
+            ).hexdigest()
             saved = self._saved.get(key)
             if saved is not None:
                 if saved[:2] != (where, fingerprint):
@@ -176,7 +183,9 @@ class FakeStripe(LoopbackServer):
                         kind="idempotency_error",
                     )
                 reply = saved[2]
-                return Reply(reply.status, reply.body, {**reply.headers, "Idempotent-Replayed": "true"}), op.operation_id
+                return Reply(
+                    reply.status, reply.body, {**reply.headers, "Idempotent-Replayed": "true"}
+                ), op.operation_id
         try:
             status, payload = self._operate(op, params, args)
         except StripeError as error:
@@ -185,14 +194,21 @@ class FakeStripe(LoopbackServer):
             problem = self.document.response_problem(op, status, payload)
             if problem:
                 status = 500
-                payload = {"error": {"type": "api_error", "message": f"fake answered outside the document: {problem}"}}
+                payload = {
+                    "error": {
+                        "type": "api_error",
+                        "message": f"fake answered outside the document: {problem}",
+                    }
+                }
         reply = Reply(status, orjson.dumps(payload), {"Stripe-Version": "2025-09-30.clover"})
         if method == "POST" and key is not None:
             reply.headers["Idempotency-Key"] = key
             self._saved[key] = (f"{method} {parts.path}", fingerprint, reply)
         return reply, op.operation_id
 
-    def _arguments(self, op: Operation, query: str, content_type: str | None, body: bytes) -> dict[str, Any]:
+    def _arguments(
+        self, op: Operation, query: str, content_type: str | None, body: bytes
+    ) -> dict[str, Any]:
         """The request's parameters: the query for a GET/DELETE, the form for a POST."""
         try:
             args = self.document.query(op, query, unknown_ok=False)
@@ -222,30 +238,57 @@ class FakeStripe(LoopbackServer):
         if not isinstance(metadata, dict):
             return
         if len(metadata) > METADATA_KEYS:
-            raise StripeError(400, f"Invalid metadata: at most {METADATA_KEYS} keys", param="metadata")
+            raise StripeError(
+                400, f"Invalid metadata: at most {METADATA_KEYS} keys", param="metadata"
+            )
         for k, v in metadata.items():
             if len(k) > METADATA_KEY_LENGTH:
-                raise StripeError(400, f"Invalid metadata: keys can be at most {METADATA_KEY_LENGTH} characters", param=f"metadata[{k[:40]}]")
+                raise StripeError(
+                    400,
+                    f"Invalid metadata: keys can be at most {METADATA_KEY_LENGTH} characters",
+                    param=f"metadata[{k[:40]}]",
+                )
             if len(v) > METADATA_VALUE_LENGTH:
-                raise StripeError(400, f"Invalid metadata: values can be at most {METADATA_VALUE_LENGTH} characters", param=f"metadata[{k}]")
+                raise StripeError(
+                    400,
+                    f"Invalid metadata: values can be at most {METADATA_VALUE_LENGTH} characters",
+                    param=f"metadata[{k}]",
+                )
 
     def _expand(self, args: dict[str, Any]) -> None:
-        expandable = self.document.doc["components"]["schemas"]["customer"].get("x-expandableFields", [])
+        expandable = self.document.doc["components"]["schemas"]["customer"].get(
+            "x-expandableFields", []
+        )
         for name in args.get("expand", []):
             head = name.removeprefix("data.")
             if head.split(".", 1)[0] not in expandable:
-                raise StripeError(400, f"This property cannot be expanded ({name}).", param="expand")
+                raise StripeError(
+                    400, f"This property cannot be expanded ({name}).", param="expand"
+                )
 
-    def _operate(self, op: Operation, params: dict[str, Any], args: dict[str, Any]) -> tuple[int, Any]:
+    def _operate(
+        self, op: Operation, params: dict[str, Any], args: dict[str, Any]
+    ) -> tuple[int, Any]:
         name = op.operation_id
         self._expand(args)
         if name == "PostCustomers":
             ident = f"cus_fake{self._next_id:06d}"
             self._next_id += 1
-            customer = {"id": ident, "object": "customer", "created": CREATED, "livemode": False,
-                        "metadata": {}, "email": None, "name": None, "description": None,
-                        "phone": None, "balance": 0, "currency": None, "delinquent": False,
-                        "invoice_prefix": f"FAKE{self._next_id - 1:04d}"}
+            customer = {
+                "id": ident,
+                "object": "customer",
+                "created": CREATED,
+                "livemode": False,
+                "metadata": {},
+                "email": None,
+                "name": None,
+                "description": None,
+                "phone": None,
+                "balance": 0,
+                "currency": None,
+                "delinquent": False,
+                "invoice_prefix": f"FAKE{self._next_id - 1:04d}",
+            }
             self.customers[ident] = customer
             self._update(customer, args)
             return 200, customer
@@ -261,7 +304,10 @@ class FakeStripe(LoopbackServer):
                 del self.customers[customer["id"]]
                 return 200, {"id": customer["id"], "object": "customer", "deleted": True}
             return 200, customer
-        raise StripeError(404, f"Unrecognized request URL ({op.method}: {op.template}): not implemented by this fake.")
+        raise StripeError(
+            404,
+            f"Unrecognized request URL ({op.method}: {op.template}): not implemented by this fake.",
+        )
 
     @staticmethod
     def _update(customer: dict[str, Any], args: dict[str, Any]) -> None:
