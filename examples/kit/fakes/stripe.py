@@ -32,6 +32,7 @@ operation of the document is routed, checked and answered 404 (`resource_missing
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import hmac
 import sys
@@ -155,10 +156,8 @@ class FakeStripe(LoopbackServer):
         if not carried:
             scheme, _, shown = auth[0].partition(" ")
             if scheme == "Basic":
-                try:
+                with contextlib.suppress(ValueError):
                     shown = base64.b64decode(shown, validate=True).decode().split(":", 1)[0]
-                except ValueError:
-                    pass
             raise StripeError(401, f"Invalid API Key provided: {shown[:8]}****{shown[-4:]}")
         parts = urlsplit(target)
         try:
