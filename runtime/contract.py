@@ -7,8 +7,10 @@ and bytes). Both are plain frozen dataclasses, so a later change can add fields 
 template, path parameters, a query, headers, a media type) with defaults, without
 touching the sandbox (issue 8 added the structured call's fields this way), and the engine could one day run in another process than the key.
 
-Keeping the reply this small is deliberate: no header of the upstream response other
-than a sanitised content type can ever reach guest code.
+Keeping the reply this small is deliberate: the only upstream response headers that can
+reach guest code are the ones the broker put in `HostReply.headers`: a sanitised content
+type and the names the operator's grant lists (`response_headers`), never a cookie or an
+authentication header, never one holding the key.
 """
 
 from __future__ import annotations
@@ -59,6 +61,13 @@ class HostReply:
     status: int
     body: bytes
     content_type: str = "text/plain; charset=utf-8"
+    #: Response headers the grant lets agent code read, already filtered by the broker:
+    #: lower-case names, printable ASCII values, `content-type` included when present.
+    headers: tuple[tuple[str, str], ...] = ()
+    #: True when the upstream API answered (any status, 304 and 5xx included); False for
+    #: a reply the broker or the sandbox made itself (a refusal, a failed call), which
+    #: the client's `$response` form rejects instead of resolving.
+    upstream: bool = False
 
 
 class HostHandler(Protocol):

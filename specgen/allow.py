@@ -38,6 +38,11 @@ Two spellings, one meaning:
   may have (`[]`: no body). Without it an entry permits a JSON body on PUT, POST and
   PATCH and none on any other verb, which is what the string form always means.
 
+  `"response_headers": ["Link", "ETag", "X-RateLimit-*"]` names the upstream response
+  headers agent code may read on this route, besides `Content-Type` and the profile's
+  own list (names case-insensitive; a trailing `*` matches a prefix). Never one of
+  `FORBIDDEN_RESPONSE_HEADERS`: the broker withholds those whatever a grant says.
+
 Rules for both: a name is never empty; no name or pinned value holds a control
 character (CR, LF and NUL included); a query name appears once; a header name is an
 HTTP token, appears once compared case-insensitively, and is never one the broker owns
@@ -88,7 +93,25 @@ FORBIDDEN_HEADER_PREFIXES: tuple[str, ...] = ("proxy-", "x-forwarded-")
 # RFC 9110 5.6.2 token characters: what a field name may be made of.
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
 _PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
-_OBJECT_KEYS = frozenset({"route", "query", "headers", "style", "body"})
+_OBJECT_KEYS = frozenset({"route", "query", "headers", "style", "body", "response_headers"})
+#: Response headers no grant may let agent code read: they carry or ask for credentials
+#: and sessions. Lower-case; the broker drops them whatever a grant lists.
+FORBIDDEN_RESPONSE_HEADERS: frozenset[str] = frozenset(
+    {
+        "authorization",
+        "cookie",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "set-cookie",
+        "set-cookie2",
+        "www-authenticate",
+    }
+)
+#: Request headers a profile's `headers` may set although agent code may not: the broker
+#: sends a default for each, which the operator's value replaces.
+PROFILE_SETTABLE_HEADERS: frozenset[str] = frozenset({"accept", "user-agent"})
+#: Longest profile header value (bytes), as for a guest's header value.
+MAX_PROFILE_HEADER_VALUE = 4096
 #: The serialisations the broker implements, per location (OpenAPI 3 style values).
 QUERY_STYLES: tuple[str, ...] = (
     "form",
@@ -138,6 +161,9 @@ class AllowEntry:
     headers: tuple[Permit, ...] = field(default=())
     #: Media types a body may have; None means the default (JSON on PUT/POST/PATCH).
     body: tuple[str, ...] | None = None
+    #: Response header names (lower-case; a trailing `*` is a prefix) agent code may
+    #: read on this route, in addition to the profile's and Content-Type.
+    response_headers: tuple[str, ...] = ()
 
     def header_names(self) -> frozenset[str]:
         """Header names, lower-cased: the form they are compared in."""
@@ -257,7 +283,8 @@ def parse_object(obj: dict[str, Any], reserved: Iterable[str] = ()) -> AllowEntr
     unknown = sorted(set(obj) - _OBJECT_KEYS)
     if unknown:
         raise AllowError(
-            f"allow entry {entry}: unknown key {go_quote(unknown[0])} (want route, query, headers)"
+            f"allow entry {entry}: unknown key {go_quote(unknown[0])} "
+            "(want route, query, headers, style, body, response_headers)"
         )
     if not isinstance(route_text, str):
         raise AllowError('allow entry object: "route" must be a "METHOD /path" string')
@@ -273,7 +300,94 @@ def parse_object(obj: dict[str, Any], reserved: Iterable[str] = ()) -> AllowEntr
         _list(obj.get("headers"), "headers", entry), header=True, entry=entry, reserved=reserved
     )
     query, headers = _styled(obj.get("style"), query, headers, entry)
-    return AllowEntry(route, query, headers, _body(obj.get("body"), route, entry))
+    try:
+        readable = response_header_patterns(obj.get("response_headers"))
+    except AllowError as exc:
+        raise AllowError(f"allow entry {entry}: {exc}") from None
+    return AllowEntry(route, query, headers, _body(obj.get("body"), route, entry), readable)
+
+
+def response_header_patterns(raw: Any) -> tuple[str, ...]:
+    """A `response_headers` list (an allow entry's or a profile's), lower-cased.
+
+    Each item is an HTTP field name, or a prefix of one followed by `*`; never a bare
+    `*` (which would hand agent code every header the upstream chose to send) and never
+    a name in FORBIDDEN_RESPONSE_HEADERS.
+    """
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
+        raise AllowError("response_headers must be a list of header names")
+    out: list[str] = []
+    for item in raw:
+        name = item[:-1] if item.endswith("*") else item
+        if not name:
+            raise AllowError(
+                'response_headers item "*" names every header; list the names, or a prefix '
+                'such as "X-RateLimit-*"'
+            )
+        if not _TOKEN.match(name):
+            raise AllowError(
+                f"response_headers item {go_quote(item)} is not an HTTP field name "
+                "(or a prefix of one followed by *)"
+            )
+        low = item.lower()
+        if low in FORBIDDEN_RESPONSE_HEADERS:
+            raise AllowError(
+                f"response_headers item {go_quote(item)} is never forwarded to agent code "
+                "(it carries credentials or a session)"
+            )
+        if low in out:
+            raise AllowError(f"response_headers item {go_quote(item)} is listed twice")
+        out.append(low)
+    return tuple(out)
+
+
+def response_header_readable(name: str, patterns: Iterable[str]) -> bool:
+    """May agent code read response header `name` (lower-case) under `patterns`?"""
+    if name in FORBIDDEN_RESPONSE_HEADERS:
+        return False
+    if name == "content-type":
+        return True
+    for pattern in patterns:
+        if pattern.endswith("*"):
+            if name.startswith(pattern[:-1]):
+                return True
+        elif name == pattern:
+            return True
+    return False
+
+
+def profile_header_error(name: object, value: object, reserved: Iterable[str] = ()) -> str | None:
+    """Why a profile's `headers` cannot send `name: value` on every call, or None.
+
+    The same reserved list as a guest's headers (`header_forbidden`), plus every
+    `Content-*`, with two exceptions the operator may set and the guest never may:
+    `Accept` and `User-Agent` (PROFILE_SETTABLE_HEADERS), which replace the broker's
+    defaults. `reserved` adds the token block's header.
+    """
+    if not isinstance(name, str) or not _TOKEN.match(name):
+        shown = go_quote(name) if isinstance(name, str) else repr(name)
+        return f"headers name {shown} is not an HTTP field name"
+    low = name.lower()
+    settable = low in PROFILE_SETTABLE_HEADERS and low not in {r.lower() for r in reserved}
+    if not settable and (header_forbidden(name, reserved) or low.startswith("content-")):
+        return (
+            f"headers {go_quote(name)} is set by the broker or the credential, or frames "
+            "the request; a profile cannot set it"
+        )
+    if not isinstance(value, str):
+        return f"headers {go_quote(name)} must be a string"
+    if len(value.encode("utf-8", "surrogatepass")) > MAX_PROFILE_HEADER_VALUE:
+        return f"headers {go_quote(name)} value is longer than {MAX_PROFILE_HEADER_VALUE} bytes"
+    if not value or value != value.strip(" \t"):
+        return f"headers {go_quote(name)} value is empty or has surrounding whitespace"
+    if not all(ch == "\t" or 0x20 <= ord(ch) <= 0x7E for ch in value):
+        return (
+            f"headers {go_quote(name)} value {go_quote(value)} must be printable ASCII "
+            "(no CR, LF, NUL or other control character)"
+        )
+    return None
 
 
 def _styled(
@@ -345,7 +459,7 @@ def entry_json(entry: AllowEntry) -> str | dict[str, Any]:
     Values are written so that `parse_entry` reads back the same entry.
     """
     styled = [p for p in (*entry.query, *entry.headers) if p.style]
-    if entry.headers or styled or entry.body is not None:
+    if entry.headers or styled or entry.body is not None or entry.response_headers:
         out: dict[str, Any] = {"route": str(entry.route)}
         if entry.query:
             out["query"] = [str(p) for p in entry.query]
@@ -355,6 +469,8 @@ def entry_json(entry: AllowEntry) -> str | dict[str, Any]:
             out["style"] = {p.name: p.style for p in styled}
         if entry.body is not None:
             out["body"] = list(entry.body)
+        if entry.response_headers:
+            out["response_headers"] = list(entry.response_headers)
         return out
     if not entry.query:
         return str(entry.route)

@@ -14,7 +14,14 @@ from typing import Any
 
 import orjson
 
-from specgen.allow import AllowEntry, AllowError, declaration_problems, parse_entry
+from specgen.allow import (
+    AllowEntry,
+    AllowError,
+    declaration_problems,
+    parse_entry,
+    profile_header_error,
+    response_header_patterns,
+)
 from specgen.build import Options, Result
 from specgen.errors import SpecError
 from specgen.files import read_limited
@@ -182,7 +189,27 @@ def grant_drift(result: Result, grants: Path, name: str) -> list[str]:
     for entry in allow:
         if not any(route.covers(entry) for route in routes):
             problems.append(f"allow: {entry} is not an instance of any route in the document")
-    return problems + _parameter_drift(result, allow_entries, name)
+    return problems + _parameter_drift(result, allow_entries, name) + _header_problems(profile)
+
+
+def _header_problems(profile: dict[str, Any]) -> list[str]:
+    """The profile's own `headers` and `response_headers`, by the rules the runtime's
+    loader applies (specgen/allow.py holds them for both). They are the operator's, not
+    the document's: a profile header is never compared with the declared parameters, so
+    a header every call needs (`X-GitHub-Api-Version`) is no drift."""
+    problems: list[str] = []
+    headers = profile.get("headers")
+    if headers is not None and not isinstance(headers, dict):
+        problems.append('headers must be an object of "Name": "value" pairs')
+    for header, value in (headers or {}).items() if isinstance(headers, dict) else ():
+        err = profile_header_error(header, value)
+        if err is not None:
+            problems.append(err)
+    try:
+        response_header_patterns(profile.get("response_headers"))
+    except AllowError as exc:
+        problems.append(str(exc))
+    return problems
 
 
 def catalog_drift(catalog: list[Route], routes: list[Route]) -> list[str]:

@@ -93,6 +93,9 @@ _TAKEN = frozenset(
         "interface",
         "declare",
         "namespace",
+        # the names types.d.ts.j2 declares itself
+        "PlimsollClient",
+        "PlimsollResponse",
     ]
 )
 

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 
 from runtime.broker.caps import CapsError, RouteCaps, check_caps, parse_cap_lines
 from runtime.broker.token_block import (
+    BasicKey,
     HeaderKey,
     QueryKey,
     Secret,
@@ -35,7 +36,13 @@ from runtime.broker.token_block import (
 )
 from runtime.errors import GrantsError, one_line
 from runtime.messages import MSG_NOT_AVAILABLE
-from specgen.allow import AllowEntry, AllowError, parse_entry
+from specgen.allow import (
+    AllowEntry,
+    AllowError,
+    parse_entry,
+    profile_header_error,
+    response_header_patterns,
+)
 from specgen.files import read_limited
 from specgen.routes import (
     GRANT_METHODS,
@@ -72,6 +79,8 @@ _PROFILE_FIELDS = frozenset(
         "base_url_overrides",
         "route_max_calls",
         "scopes",
+        "headers",
+        "response_headers",
     }
 )
 #: The port of an override entry that admits any port; loopback hosts only.
@@ -111,6 +120,12 @@ class Profile:
     credential: TokenBlock | None = None
     scopes: tuple[str, ...] = ()
     route_caps: RouteCaps = field(default_factory=RouteCaps)
+    #: Headers sent on every call of the profile, as the operator wrote them (name,
+    #: value); agent code can neither change nor remove them.
+    headers: tuple[tuple[str, str], ...] = ()
+    #: Response header names (lower-case, a trailing `*` a prefix) agent code may read
+    #: on every route, besides Content-Type and the matched entry's own list.
+    response_headers: tuple[str, ...] = ()
 
     def entry_for(self, route: Route) -> AllowEntry:
         """The allow entry whose route is `route` (a bare entry when none was loaded)."""
@@ -273,6 +288,12 @@ def _build_profile(name: str, body: Any, base_dir: Path, env: Mapping[str, str])
     overrides = _overrides(body)
     cap_lines = parse_cap_lines(body.get("route_max_calls", {}))
     scopes = _string_list(body, "scopes")
+    fixed_headers = _fixed_headers(body, credential)
+    _check_entry_headers(entries, fixed_headers)
+    try:
+        readable = response_header_patterns(body.get("response_headers"))
+    except AllowError as e:
+        raise _ProfileFault(str(e)) from None
     base_url = _string(body, "base_url")
     global_name = _string(body, "global") or "host"
     max_calls = body.get("max_calls", 0)
@@ -329,7 +350,55 @@ def _build_profile(name: str, body: Any, base_dir: Path, env: Mapping[str, str])
         scopes=tuple(scopes),
         route_caps=route_caps,
         base_url_overrides=overrides,
+        headers=fixed_headers,
+        response_headers=readable,
     )
+
+
+def _fixed_headers(
+    body: dict[str, Any], credential: TokenBlock | None
+) -> tuple[tuple[str, str], ...]:
+    """The profile's `headers`: an object of name -> value, checked against the one
+    reserved-header list (specgen/allow.py) plus the token block's own header."""
+    raw = body.get("headers", {})
+    if not isinstance(raw, dict):
+        raise _ProfileFault('headers must be an object of "Name": "value" pairs')
+    reserved = _credential_header(credential)
+    out: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for name, value in raw.items():
+        err = profile_header_error(name, value, reserved)
+        if err is not None:
+            raise _ProfileFault(err)
+        if name.lower() in seen:
+            raise _ProfileFault(
+                f"headers {_quote(name)} is given twice (names are case-insensitive)"
+            )
+        seen.add(name.lower())
+        out.append((name, value))
+    return tuple(out)
+
+
+def _credential_header(credential: TokenBlock | None) -> tuple[str, ...]:
+    """The header the token block sends the key in ((): none, or a query key)."""
+    header = getattr(credential, "header", None)
+    if isinstance(credential, BasicKey):
+        return ("Authorization",)
+    return (header,) if isinstance(header, str) else ()
+
+
+def _check_entry_headers(
+    entries: tuple[AllowEntry, ...], fixed: tuple[tuple[str, str], ...]
+) -> None:
+    """An allow entry may not let agent code send a header the profile fixes."""
+    taken = {name.lower(): name for name, _ in fixed}
+    for entry in entries:
+        for permit in entry.headers:
+            if permit.name.lower() in taken:
+                raise _ProfileFault(
+                    f"allow entry {_quote(str(entry.route))} lists header {_quote(permit.name)}, "
+                    "which the profile's headers set for every call"
+                )
 
 
 def _overrides(body: dict[str, Any]) -> tuple[str, ...]:

@@ -39,7 +39,7 @@ from runtime.broker.breaker import PROBE_TIMEOUT_S
 from runtime.broker.breaker import Breaker as BackpressureBreaker
 from runtime.broker.credentials import credential_for
 from runtime.broker.grants import Profile
-from runtime.broker.policy import Policy
+from runtime.broker.policy import Plan, Policy
 from runtime.broker.trace import CallTrace, TraceSnapshot
 from runtime.broker.transport import DeadlineTransport
 from runtime.broker.upstream import MAX_RESPONSE_BODY, Failure, Fault, Upstream
@@ -104,6 +104,8 @@ class _Admitted:
     since: float = field(default_factory=time.monotonic)
     #: Names of the query and header parameters sent (the trace keeps these, never values).
     params: tuple[str, ...] = ()
+    #: The approved plan: which response headers the reply may carry back.
+    plan: Plan | None = None
 
 
 def _answered(reply: HostReply) -> HostReply:
@@ -243,7 +245,7 @@ class Broker:
             return refusal(503, MSG_ENDED)
 
         admitted = _Admitted(
-            route, request, len(payload), self.trace.reserve(), params=plan.param_names
+            route, request, len(payload), self.trace.reserve(), params=plan.param_names, plan=plan
         )
         with self._lock:
             self._open[admitted.seq] = admitted
@@ -261,8 +263,9 @@ class Broker:
             status = up.status
         except Fault as fault:
             up, status, failure = None, fault.status, fault.reason
-        # The content type is the one upstream header a reply carries back (to Python
-        # callers of the broker; the guest never sees it), so it is searched as well.
+        # The content type is the one upstream header every reply carries back, so a key
+        # in it withholds the whole reply; any other header holding the key is dropped
+        # from the reply by Policy.reply_headers.
         if up is not None and (
             self._reflects_key(up.body) or self._reflects_key(up.content_type.encode())
         ):
@@ -284,7 +287,13 @@ class Broker:
             status, text = FAILURE_REPLIES[failure or Failure.BAD_RESPONSE]
             return refusal(status, text)
         self._breaker.observe(up.status, up.retry_after)
-        return HostReply(status=up.status, body=up.body, content_type=up.content_type)
+        return HostReply(
+            status=up.status,
+            body=up.body,
+            content_type=up.content_type,
+            headers=self._policy.reply_headers(call.plan, up.headers, up.content_type),
+            upstream=True,
+        )
 
     def _close_out(self, call: _Admitted) -> bool:
         """Take an admitted call off the open list; False if someone already did."""

@@ -16,6 +16,7 @@ form is not what was approved is refused.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from importlib import metadata
 from urllib.parse import quote
 
 import httpx
@@ -26,8 +27,22 @@ from runtime.broker.credentials import Credential, credential_for
 from runtime.broker.grants import Profile
 from runtime.broker.reflection import Reflection
 from runtime.contract import HostRequest
-from specgen.allow import AllowEntry
+from specgen.allow import AllowEntry, response_header_readable
 from specgen.routes import GRANT_METHODS, Route, first_match
+
+
+def _user_agent() -> str:
+    """`plimsoll-specgen/<version>`: some APIs (GitHub's) refuse a call without one."""
+    try:
+        return "plimsoll-specgen/" + metadata.version("plimsoll-specgen")
+    except metadata.PackageNotFoundError:
+        return "plimsoll-specgen"
+
+
+#: The User-Agent every call carries unless the profile's `headers` set one.
+USER_AGENT = _user_agent()
+#: Most bytes of response headers (names and values) one reply hands agent code.
+MAX_REPLY_HEADER_BYTES = 16 * 1024
 
 
 @dataclass(frozen=True)
@@ -43,6 +58,9 @@ class Plan:
     body: Body | None = None
     #: Names of the query and header parameters sent (the trace keeps these, never values).
     param_names: tuple[str, ...] = ()
+    #: Response header names (lower-case, `*` a prefix) agent code may read on this
+    #: call: the profile's list and the matched entry's.
+    readable: tuple[str, ...] = ()
 
     @property
     def payload(self) -> bytes:
@@ -119,13 +137,16 @@ class Policy:
         names += tuple(
             p.name for p in entry.headers if p.value is not None or p.name.lower() in given_headers
         )
-        return Plan(route, path, query, tuple(headers), body, names)
+        readable = self._profile.response_headers + entry.response_headers
+        return Plan(route, path, query, tuple(headers), body, names, readable)
 
     def _reserved_headers(self) -> tuple[str, ...]:
-        """Header names the credential sets: never the guest's to choose."""
+        """Header names the credential or the profile's `headers` set: never the guest's
+        to choose (a guest header of such a name is refused, not merged)."""
+        fixed = tuple(name for name, _ in self._profile.headers)
         if self._credential is None:
-            return ()
-        return tuple(name for name, _ in self._credential.headers())
+            return fixed
+        return fixed + tuple(name for name, _ in self._credential.headers())
 
     def _reserved_query(self) -> tuple[str, ...]:
         """Query names the credential appends after approval: never the guest's to set."""
@@ -205,7 +226,13 @@ class Policy:
     def _headers(
         self, body: Body | None, extra: tuple[tuple[str, str], ...]
     ) -> list[tuple[str, str]]:
-        headers = [("Accept", "application/json"), ("Accept-Encoding", "identity")]
+        fixed = self._profile.headers
+        given = {name.lower() for name, _ in fixed}
+        headers = [] if "accept" in given else [("Accept", "application/json")]
+        headers.append(("Accept-Encoding", "identity"))
+        if "user-agent" not in given:
+            headers.append(("User-Agent", USER_AGENT))
+        headers += list(fixed)
         headers += list(extra)
         if body is not None and body.content:
             kind = body.media_type
@@ -216,9 +243,43 @@ class Policy:
             headers += self._credential.headers()
         return headers
 
+    def reply_headers(
+        self, plan: Plan | None, raw: tuple[tuple[str, str], ...], content_type: str
+    ) -> tuple[tuple[str, str], ...]:
+        """The response headers agent code may read: lower-case names, in upstream order.
+
+        Only names the plan's lists admit (Content-Type always, as the sanitised
+        `content_type`), never a FORBIDDEN_RESPONSE_HEADERS one, never a value that is not
+        printable ASCII or that holds the key (reflection.py): such a header is dropped,
+        the rest of the reply delivered. Repeated names are joined with ", " (RFC 9110
+        5.3); past MAX_REPLY_HEADER_BYTES the remaining headers are dropped.
+        """
+        readable = plan.readable if plan is not None else ()
+        merged: dict[str, list[str]] = {}
+        for name, value in raw:
+            low = name.lower()
+            if low == "content-type" or not response_header_readable(low, readable):
+                continue
+            if not all(ch == "\t" or 0x20 <= ord(ch) <= 0x7E for ch in value):
+                continue
+            merged.setdefault(low, []).append(value.strip(" \t"))
+        out: list[tuple[str, str]] = []
+        if content_type and not self._reflection.found(content_type.encode("ascii")):
+            out.append(("content-type", content_type))
+        size = sum(len(n) + len(v) for n, v in out)
+        for low, values in merged.items():
+            value = ", ".join(values)
+            if self._reflection.found(f"{low}: {value}".encode("ascii")):
+                continue
+            size += len(low) + len(value)
+            if size > MAX_REPLY_HEADER_BYTES:
+                break
+            out.append((low, value))
+        return tuple(out)
+
     def reflects_key(self, body: bytes) -> bool:
         """Does the reply hold the key, verbatim, encoded or in pieces (reflection.py)?"""
         return self._reflection.found(body)
 
 
-__all__ = ["Plan", "Policy"]
+__all__ = ["MAX_REPLY_HEADER_BYTES", "USER_AGENT", "Plan", "Policy"]

@@ -2,7 +2,7 @@
 
 Why apart from the decision: this module holds the HTTP client and nothing that knows
 the grant's rules; it is handed a request the policy built and returns either an
-`Upstream` (status, body, sanitised content type) or raises `Fault`. No exception text
+`Upstream` (status, body, sanitised content type, raw headers) or raises `Fault`. No exception text
 from the HTTP stack (which could name the URL) ever leaves it, a body is read as it
 streams and never past the cap, and a compressed or oddly framed reply is a fault.
 
@@ -39,8 +39,11 @@ class Upstream:
     status: int
     body: bytes
     content_type: str
-    #: The first Retry-After header, for the breaker; never passed to the guest.
+    #: The first Retry-After header, for the breaker.
     retry_after: str | None = None
+    #: Every response header as received (names as sent, values decoded as Latin-1);
+    #: the policy picks the few a grant lets agent code read (Policy.reply_headers).
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 class Failure(enum.StrEnum):
@@ -156,6 +159,9 @@ def _exchange(client: httpx.Client, request: httpx.Request, limit: float) -> Ups
             body=body,
             content_type=_content_type(response),
             retry_after=next(iter(response.headers.get_list("retry-after")), None),
+            headers=tuple(
+                (k.decode("latin-1"), v.decode("latin-1")) for k, v in response.headers.raw
+            ),
         )
     except Fault:
         raise

@@ -1,4 +1,6 @@
-"""The host side of the guest's one exit: one envelope in, one `{status, body}` out.
+"""The host side of the guest's one exit: one envelope in, one `{status, body}` out
+(and `headers`, a JSON string of the response headers the broker let through, when the
+upstream API answered).
 
 Two native functions share it. `__coderunner_host_call(envelope)` is the reference's
 blocking call: it returns the reply while the guest waits. `__coderunner_host_start
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import json
 import queue
 import struct
 from collections.abc import Callable
@@ -80,19 +83,45 @@ def host_call_deadline() -> float | None:
     return _DEADLINE.get()
 
 
-def _checked(work: Callable[[], HostReply], deadline: float) -> tuple[int, bytes]:
-    """Run a handler's work; its reply as status and bytes, or 500 for anything broken."""
+#: A started call's reply on its way to `settle`: (id, status, body, headers JSON).
+Reply = tuple[int, int, bytes, bytes | None]
+#: Most bytes of the `headers` JSON one reply hands the guest (the broker sends far less).
+MAX_REPLY_HEADER_BYTES = 64 * 1024
+
+
+def _checked(work: Callable[[], HostReply], deadline: float) -> tuple[int, bytes, bytes | None]:
+    """Run a handler's work; its reply as status, bytes and headers JSON (None: not an
+    upstream answer), or 500 for anything broken."""
     token = _DEADLINE.set(deadline)
     try:
         reply = work()
         status, body = int(reply.status), bytes(reply.body)
+        headers = _headers_json(reply) if reply.upstream is True else None
     except Exception:  # a broken handler must not crash the host or leak detail
-        return 500, b""
+        return 500, b"", None
     finally:
         _DEADLINE.reset(token)
     if len(body) > MAX_REPLY_BYTES:
-        return 500, b""
-    return status, body
+        return 500, b"", None
+    return status, body, headers
+
+
+def _headers_json(reply: HostReply) -> bytes:
+    """The reply's headers as one JSON object of lower-case name -> value (ASCII).
+
+    Handed to the guest as one string property, so a call costs one string more, not
+    one property per header; the client parses it only for the `$response` form. A
+    handler's malformed pairs are a broken reply (ValueError), never guessed at.
+    """
+    out: dict[str, str] = {}
+    for name, value in reply.headers:
+        if not isinstance(name, str) or not isinstance(value, str) or name != name.lower():
+            raise ValueError("reply headers are (lower-case name, value) strings")
+        out[name] = value
+    text = json.dumps(out, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+    if len(text) > MAX_REPLY_HEADER_BYTES:
+        raise ValueError("reply headers too large")
+    return text
 
 
 class Bridge:
@@ -108,7 +137,7 @@ class Bridge:
         self.untracked_rejections = 0
         #: Started calls whose promise is not settled yet: id -> (resolve, reject).
         self.pending: dict[int, tuple[int, int]] = {}
-        self._replies: queue.SimpleQueue[tuple[int, int, bytes]] = queue.SimpleQueue()
+        self._replies: queue.SimpleQueue[Reply] = queue.SimpleQueue()
         self._pool: ThreadPoolExecutor | None = None
         #: Started calls not yet handed to a worker (see `dispatch`).
         self._unsent: list[tuple[int, Callable[[], HostReply]]] = []
@@ -116,7 +145,7 @@ class Bridge:
         #: Calls refused here, before any handler saw them; the audit counts them denied.
         self.refused = 0
 
-    def _refused(self, raw: bytes) -> tuple[int, bytes] | HostRequest:
+    def _refused(self, raw: bytes) -> tuple[int, bytes, None] | HostRequest:
         """The sandbox's own refusal of an envelope, or the request to hand on.
 
         Spends one of the run's host calls when the request goes on to the handler.
@@ -124,18 +153,19 @@ class Bridge:
         decoded = envelope_mod.decode(raw)
         if isinstance(decoded, envelope_mod.EnvelopeRefusal):
             self.refused += 1
-            return decoded.status, decoded.text.encode()
+            return decoded.status, decoded.text.encode(), None
         if self.handler is None:
             self.refused += 1
-            return 503, (MSG_BROKER_UNAVAILABLE + "\n").encode()
+            return 503, (MSG_BROKER_UNAVAILABLE + "\n").encode(), None
         if self.calls_left <= 0:
             self.refused += 1
-            return 429, (MSG_BUDGET + "\n").encode()
+            return 429, (MSG_BUDGET + "\n").encode(), None
         self.calls_left -= 1
         return decoded
 
-    def answer(self, raw: bytes) -> tuple[int, bytes]:
-        """Status and body for one envelope; never raises for guest-controlled input."""
+    def answer(self, raw: bytes) -> tuple[int, bytes, bytes | None]:
+        """Status, body and headers JSON for one envelope; never raises for
+        guest-controlled input."""
         decided = self._refused(raw)
         if isinstance(decided, tuple):
             return decided
@@ -197,7 +227,7 @@ class Bridge:
         self._next_id += 1
         return self._next_id
 
-    def next_reply(self, timeout_s: float | None) -> tuple[int, int, bytes] | None:
+    def next_reply(self, timeout_s: float | None) -> Reply | None:
         """The next reply to settle: waits up to `timeout_s` (None: only one already here)."""
         try:
             if timeout_s is None:
@@ -218,16 +248,16 @@ def _checked_start(
     starter: Callable[[HostRequest], Callable[[], HostReply]],
     request: HostRequest,
     deadline: float,
-) -> Callable[[], HostReply] | tuple[int, bytes]:
+) -> Callable[[], HostReply] | tuple[int, bytes, None]:
     token = _DEADLINE.set(deadline)
     try:
         work = starter(request)
     except Exception:  # as for a blocking call: no crash, no detail
-        return 500, b""
+        return 500, b"", None
     finally:
         _DEADLINE.reset(token)
     if not callable(work):
-        return 500, b""
+        return 500, b"", None
     return work
 
 
@@ -243,15 +273,20 @@ def _throw(vm: qjs_vm.Vm, ctx: int, kind: str, message: str) -> int:
             vm.free(p)
 
 
-_REPLY_KEYS = b"status\0body"
+_REPLY_KEYS = b"status\0body\0headers"
+_BODY_KEY, _HEADERS_KEY = 7, 12
 #: JS_PROP_C_W_E: configurable, writable, enumerable, as an object literal's properties.
 _C_W_E = 7
 
 
-def _reply_object(vm: qjs_vm.Vm, ctx: int, status: int, body: bytes) -> int:
-    """A plain `{status, body}`: a new object given two own data properties with
-    JS_DefinePropertyValueStr, which defines rather than assigns, so a setter the guest put
-    on Object.prototype can neither intercept nor hide them.
+def _reply_object(
+    vm: qjs_vm.Vm, ctx: int, status: int, body: bytes, headers: bytes | None = None
+) -> int:
+    """A plain `{status, body}`, plus `headers` (a JSON string) when the upstream
+    answered: a new object given its own data properties with JS_DefinePropertyValueStr,
+    which defines rather than assigns, so a setter the guest put on Object.prototype can
+    neither intercept nor hide them. A reply the broker or the sandbox made itself has
+    no `headers`: that absence is how the client tells a refusal from an answer.
 
     Not JS_NewObjectFromStr, which would make it in one call: in QuickJS-NG 0.15 that call
     adds its properties to the shape every empty object shares, so each `{}` the guest made
@@ -269,8 +304,14 @@ def _reply_object(vm: qjs_vm.Vm, ctx: int, status: int, body: bytes) -> int:
     # failure leaves the exception pending: the object is freed and the exception returned.
     if vm.call("JS_DefinePropertyValueStr", ctx, obj, keys, qjs_vm.js_int(status), _C_W_E) < 0:
         vm.call("JS_FreeValue", ctx, text)
-    elif vm.call("JS_DefinePropertyValueStr", ctx, obj, keys + 7, text, _C_W_E) >= 0:
-        return obj
+    elif vm.call("JS_DefinePropertyValueStr", ctx, obj, keys + _BODY_KEY, text, _C_W_E) >= 0:
+        if headers is None:
+            return obj
+        names = vm.new_string(ctx, headers)
+        if qjs_vm.tag_of(names) != qjs_vm.TAG_EXCEPTION and (
+            vm.call("JS_DefinePropertyValueStr", ctx, obj, keys + _HEADERS_KEY, names, _C_W_E) >= 0
+        ):
+            return obj
     vm.call("JS_FreeValue", ctx, obj)
     return qjs_vm.JS_EXCEPTION
 
@@ -293,11 +334,11 @@ def _host_call(state: wasi.WasiState, context, vals) -> None:
     if isinstance(raw, int):
         vals[0].i64 = qjs_vm.s64(raw)
         return
-    status, body = bridge.answer(raw)
+    status, body, headers = bridge.answer(raw)
     if not 100 <= status <= 599:
         vals[0].i64 = qjs_vm.s64(_throw(vm, ctx, "Internal", MSG_INVALID_RESPONSE))
         return
-    vals[0].i64 = qjs_vm.s64(_reply_object(vm, ctx, status, body))
+    vals[0].i64 = qjs_vm.s64(_reply_object(vm, ctx, status, body, headers))
 
 
 def _read_envelope(bridge: Bridge, vm: qjs_vm.Vm, ctx: int, argc: int, argv: int) -> bytes | int:
@@ -343,18 +384,18 @@ def _host_start(state: wasi.WasiState, context, vals) -> None:
     vals[0].i64 = qjs_vm.s64(promise)
 
 
-def settle(bridge: Bridge, vm: qjs_vm.Vm, ctx: int, reply: tuple[int, int, bytes]) -> None:
-    """Resolve a started call's promise with `{status, body}` (reject: invalid status).
+def settle(bridge: Bridge, vm: qjs_vm.Vm, ctx: int, reply: Reply) -> None:
+    """Resolve a started call's promise with the reply object (reject: invalid status).
 
     Only queues the promise's reactions; the guest's code runs when the loop runs jobs.
     """
-    call_id, status, body = reply
+    call_id, status, body, headers = reply
     funcs = bridge.pending.pop(call_id, None)
     if funcs is None:
         return
     resolve, reject = funcs
     if 100 <= status <= 599:
-        target, value = resolve, _reply_object(vm, ctx, status, body)
+        target, value = resolve, _reply_object(vm, ctx, status, body, headers)
     else:
         _throw(vm, ctx, "Internal", MSG_INVALID_RESPONSE)
         target, value = reject, vm.call("JS_GetException", ctx)

@@ -199,6 +199,35 @@ CASES: list[tuple[str, str, Any, bool]] = [
     ("preamble and preamble_file", "p", _with(preamble="x", preamble_file="p.js"), False),
     ("global not a string", "p", _with(**{"global": 1}), False),
     ("profile not an object", "p", ["GET /a"], False),
+    (
+        "profile headers",
+        "p",
+        _with(headers={"X-GitHub-Api-Version": "2022-11-28", "Accept": "application/vnd.x+json"}),
+        True,
+    ),
+    ("profile header not a string", "p", _with(headers={"X-A": 1}), False),
+    ("profile header with CR LF", "p", _with(headers={"X-A": "a\r\nX-B: b"}), False),
+    ("profile header bad name", "p", _with(headers={"X A": "a"}), False),
+    ("profile headers a list", "p", _with(headers=["X-A: a"]), False),
+    ("profile header value too long", "p", _with(headers={"X-A": "a" * 4097}), False),
+    (
+        "response headers",
+        "p",
+        _with(
+            response_headers=["Link", "X-RateLimit-*"],
+            allow=[{"route": "GET /v1/items/*", "response_headers": ["ETag"]}],
+        ),
+        True,
+    ),
+    ("response header Set-Cookie", "p", _with(response_headers=["set-cookie"]), False),
+    ("response header bare *", "p", _with(response_headers=["*"]), False),
+    ("response header not a string", "p", _with(response_headers=[1]), False),
+    (
+        "entry response header WWW-Authenticate",
+        "p",
+        _with(allow=[{"route": "GET /v1/items/*", "response_headers": ["WWW-Authenticate"]}]),
+        False,
+    ),
 ]
 
 

@@ -268,7 +268,7 @@ def test_upstream_cookies_are_never_sent_back(api: FakeAPI):
         for _ in range(3):
             assert b(HostRequest("GET", "/v1/items/a", None)).status == 200
     assert [sorted(s.headers) for s in api.requests] == [
-        ["accept", "accept-encoding", "authorization", "host"]
+        ["accept", "accept-encoding", "authorization", "host", "user-agent"]
     ] * 3
 
 

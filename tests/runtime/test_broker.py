@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from importlib.metadata import version
 
 import httpx
 import pytest
@@ -58,6 +59,7 @@ def test_reference_post_reaches_the_api_with_fresh_headers(api: respx.MockRouter
         "host": "api.internal",
         "accept": "application/json",
         "accept-encoding": "identity",
+        "user-agent": "plimsoll-specgen/" + version("plimsoll-specgen"),
         "content-type": "application/json",
         "authorization": f"Bearer {KEY}",
         "content-length": "12",

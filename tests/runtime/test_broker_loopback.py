@@ -7,6 +7,7 @@ did not follow the redirect" are checked where the requests would have landed.
 from __future__ import annotations
 
 import time
+from importlib.metadata import version
 
 import pytest
 
@@ -32,7 +33,9 @@ def test_allowed_call_reaches_the_server_with_the_key(api: FakeAPI) -> None:
     assert seen.headers["authorization"] == f"Bearer {KEY}"
     assert seen.headers["accept"] == "application/json"
     assert seen.headers["content-type"] == "application/json"
+    assert seen.headers["user-agent"] == "plimsoll-specgen/" + version("plimsoll-specgen")
     assert set(seen.headers) <= {
+        "user-agent",
         "host",
         "accept",
         "accept-encoding",

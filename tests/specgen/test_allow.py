@@ -218,3 +218,29 @@ def test_declaration_problems_name_undeclared_parameters_and_bad_pins() -> None:
     assert 'names header "X-Debug"' in problems[3]
     # a query name is exact: case matters there, unlike for headers
     assert declaration_problems(parse_entry("GET /a?State"), query, headers)
+
+
+def test_response_headers_in_the_object_form_round_trip() -> None:
+    from specgen.allow import entry_json, parse_entry
+
+    raw = {"route": "GET /v1/items", "response_headers": ["Link", "X-RateLimit-*"]}
+    entry = parse_entry(raw)
+    assert entry.response_headers == ("link", "x-ratelimit-*")
+    assert parse_entry(entry_json(entry)) == entry
+    # the string form is unchanged: it has no way to say it, and reads as before
+    assert parse_entry("GET /v1/items?page").response_headers == ()
+
+
+def test_response_header_patterns_match_names_and_prefixes_only() -> None:
+    from specgen.allow import response_header_readable
+
+    patterns = ("link", "x-ratelimit-*")
+    assert response_header_readable("link", patterns)
+    assert response_header_readable("x-ratelimit-remaining", patterns)
+    assert response_header_readable("content-type", ())
+    assert not response_header_readable("linked", patterns)
+    assert not response_header_readable("x-ratelimit", patterns)
+    assert not response_header_readable("etag", patterns)
+    # a forbidden name is never readable, whatever the patterns say
+    assert not response_header_readable("set-cookie", ("set-*",))
+    assert not response_header_readable("www-authenticate", ("www-authenticate",))

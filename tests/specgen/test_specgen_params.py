@@ -463,3 +463,43 @@ def test_a_location_is_read_whatever_its_case_and_spacing(query: str, header: st
     params = [q("limit", query), q("X-Trace", header), q("id", " Path ", required=True)]
     [entry] = allow_json(gen({"/a/{id}": {"get": op("a", parameters=params)}}))
     assert entry == {"route": "GET /a/*", "query": ["limit"], "headers": ["X-Trace"]}
+
+
+def test_check_grants_accepts_profile_headers_and_response_headers(tmp_path: Path) -> None:
+    """A header every call needs is the profile's, not a parameter the document must
+    declare; response_headers on the profile and on an entry are part of the language."""
+    path = _grants(
+        tmp_path, [{"route": "GET /v1/memories/", "response_headers": ["Link", "X-RateLimit-*"]}]
+    )
+    data = json.loads(path.read_text())
+    data["profiles"]["m"]["headers"] = {"X-Api-Version": "2024-01-01", "User-Agent": "acme/1"}
+    data["profiles"]["m"]["response_headers"] = ["ETag"]
+    path.write_text(json.dumps(data))
+    result = cli_run("check", MEM0, "--grants", path, "--profile", "m")
+    assert result.exit_code == 0, result.output
+
+
+def test_check_grants_refuses_bad_profile_headers(tmp_path: Path) -> None:
+    path = _grants(tmp_path, ["GET /v1/memories/"])
+    data = json.loads(path.read_text())
+    data["profiles"]["m"]["headers"] = {"Authorization": "Bearer x", "X-A": "a\r\nb"}
+    data["profiles"]["m"]["response_headers"] = ["WWW-Authenticate"]
+    path.write_text(json.dumps(data))
+    result = cli_run("check", MEM0, "--grants", path, "--profile", "m")
+    assert result.exit_code == 1
+    out = result.output
+    assert 'headers "Authorization" is set by the broker or the credential' in out
+    assert 'headers "X-A" value "a\\r\\nb" must be printable ASCII' in out
+    assert 'response_headers item "WWW-Authenticate" is never forwarded' in out
+
+
+def test_check_grants_refuses_an_entry_listing_a_forbidden_response_header(
+    tmp_path: Path,
+) -> None:
+    path = _grants(tmp_path, [{"route": "GET /v1/memories/", "response_headers": ["Set-Cookie"]}])
+    result = cli_run("check", MEM0, "--grants", path, "--profile", "m")
+    assert result.exit_code == 1
+    assert result.output == (
+        'specgen: profile "m": allow: allow entry "GET /v1/memories/": response_headers item '
+        '"Set-Cookie" is never forwarded to agent code (it carries credentials or a session)\n'
+    )
