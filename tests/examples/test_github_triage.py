@@ -4,6 +4,7 @@ made false."""
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import shutil
@@ -193,3 +194,33 @@ def test_nothing_on_the_page_is_wider_than_the_screen(browser: Browser, width: i
     assert measured["wide"] == [] and measured["scrolling"] == []
     for number in range(1, 4):
         assert browser.evaluate(f"!!document.getElementById('run-{number}')")
+
+
+def _break(observed: Observed, change: Any) -> list[str]:
+    result = copy.deepcopy(observed.result)
+    change(result)
+    return failed_claims(result)
+
+
+def test_a_write_in_the_second_run_fails_its_claim(observed: Observed) -> None:
+    def write(result: Any) -> None:
+        run = result.runs[1]
+        run.requests.append(replace(run.requests[0], method="POST"))
+
+    assert any(f.startswith("run 2 wrote") for f in _break(observed, write))
+
+
+def test_a_comment_on_the_triaged_issue_fails_its_claim(observed: Observed) -> None:
+    def comment_on_3(result: Any) -> None:
+        run = result.runs[0]
+        post = next(r for r in run.requests if r.method == "POST")
+        run.requests.append(replace(post, path="/repos/acme/widgets/issues/3/comments"))
+
+    assert any(f.startswith("run 1 posted comments") for f in _break(observed, comment_on_3))
+
+
+def test_a_refused_request_fails_its_claim(observed: Observed) -> None:
+    def refuse(result: Any) -> None:
+        result.api_log[0] = replace(result.api_log[0], status=403)
+
+    assert any("the API refused 1" in f for f in _break(observed, refuse))
