@@ -65,7 +65,7 @@ OWNER, REPO, REPO_ID = "acme", "widgets", 700001
 #: The account the token belongs to (it writes the comments).
 BOT_LOGIN, BOT_ID = "acme-triage-bot", 900001
 CLOCK = "2026-11-05T12:00:00Z"
-RESET = 1793880000  # 2026-11-05T13:20:00Z: an hour after the clock, as an epoch second
+RESET = 1793883600  # 2026-11-05T13:00:00Z: an hour after the clock, as an epoch second
 RATE_LIMIT = 5000
 API_VERSIONS = ("2022-11-28",)
 DEFAULT_PER_PAGE, MAX_PER_PAGE = 30, 100

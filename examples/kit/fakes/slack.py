@@ -45,7 +45,7 @@ from examples.kit.fakes.openapi import Document, Operation, Refusal
 from examples.kit.loopback import Headers, LoopbackServer, RecordedRequest, Reply, serve
 
 DOCUMENT = Path(__file__).with_name("slack-conversations.openapi.json")
-CLOCK = 1793880000
+CLOCK = 1793880000  # 2026-11-05T12:00:00Z, the instant every example fake shows
 TEAM, BOT_USER, BOT_ID = "T0FAKETEAM", "U0FAKEBOT", "B0FAKEBOT"
 MAX_TEXT = 40000
 FORM = "application/x-www-form-urlencoded"
@@ -312,9 +312,7 @@ class FakeSlack(LoopbackServer):
             message = self._post(channel, text)
             return {"ok": True, "channel": channel.id, "ts": message["ts"], "message": message}
         if op.operation_id == "conversations_list":
-            items = list(self.channels.values())
-            if args.get("exclude_archived"):
-                items = [c for c in items if True]  # none of the fake's channels is archived
+            items = list(self.channels.values())  # none is archived: exclude_archived is moot
             types = set((args.get("types") or "public_channel").split(","))
             items = [
                 c for c in items if ("private_channel" if c.private else "public_channel") in types

@@ -47,7 +47,7 @@ from examples.kit.fakes.openapi import Document, Operation, Refusal
 from examples.kit.loopback import Headers, LoopbackServer, RecordedRequest, Reply, serve
 
 DOCUMENT = Path(__file__).with_name("stripe-customers.openapi.json")
-CREATED = 1793880000
+CREATED = 1793880000  # 2026-11-05T12:00:00Z, the instant every example fake shows
 DEFAULT_LIMIT, MAX_LIMIT = 10, 100
 METADATA_KEYS, METADATA_KEY_LENGTH, METADATA_VALUE_LENGTH = 50, 40, 500
 NO_KEY = (
