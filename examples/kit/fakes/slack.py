@@ -201,7 +201,7 @@ class FakeSlack(LoopbackServer):
                 payload = {"ok": False, "error": error.error}
             except Refusal as refused:
                 if refused.kind in ("route", "method"):
-                    status, payload = 404, None  # Slack: an unknown method is a bare 404
+                    status, payload = 404, None  # a method the document lacks: a bare 404
                 else:
                     payload = {"ok": False, "error": "invalid_arguments"}
                     if refused.kind == "body":

@@ -26,7 +26,8 @@ say, the fake takes from Stripe's API reference (docs.stripe.com/api):
 
 Deterministic: IDs `cus_fake000001`..., `created` is `CREATED`, request IDs count.
 Implemented: create, list, retrieve, update and delete a customer; every other
-operation of the document is routed, checked and answered 404 (`resource_missing`).
+operation of the document is routed, checked and answered 404 ("Unrecognized request
+URL ...: not implemented by this fake").
 """
 
 from __future__ import annotations
