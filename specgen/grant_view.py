@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from specgen.allow import AllowError, parse_entry
+from specgen.allow import AllowError, parse_entry, response_header_patterns
 from specgen.errors import SpecError
 from specgen.quoting import go_quote
 from specgen.routes import Route
@@ -44,6 +44,11 @@ class GrantView:
     #: credential. The description's sentence about the key depends on it.
     token: str
     global_name: str = ""
+    #: Response headers (lower-case, `*` a prefix) the `$response` form reads on every
+    #: route, besides content-type; None when not known (a view not read from a file).
+    response_headers: tuple[str, ...] | None = None
+    #: Those only some routes' allow entries add.
+    route_response_headers: tuple[str, ...] = ()
 
 
 def read_grant(grants: Path, name: str) -> GrantView:
@@ -62,9 +67,14 @@ def read_grant(grants: Path, name: str) -> GrantView:
     if not isinstance(raw, list):
         raise SpecError(f"specgen: profile {go_quote(name)}: allow must be a list of entries")
     try:
-        allow = tuple(parse_entry(item).route for item in raw)
+        entries = [parse_entry(item) for item in raw]
+        readable = response_header_patterns(body.get("response_headers"))
     except AllowError as exc:
         raise SpecError(f"specgen: profile {go_quote(name)}: {exc}") from None
+    allow = tuple(e.route for e in entries)
+    per_route = tuple(
+        dict.fromkeys(h for e in entries for h in e.response_headers if h not in readable)
+    )
     token = body.get("token")
     kind = ""
     if isinstance(token, dict):
@@ -75,7 +85,14 @@ def read_grant(grants: Path, name: str) -> GrantView:
                 f"runtime supports ({'|'.join(TOKEN_KINDS)})"
             )
     global_name = body.get("global")
-    return GrantView(name, allow, kind, global_name if isinstance(global_name, str) else "")
+    return GrantView(
+        name,
+        allow,
+        kind,
+        global_name if isinstance(global_name, str) else "",
+        readable,
+        per_route,
+    )
 
 
 @dataclass(frozen=True)

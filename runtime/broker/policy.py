@@ -248,33 +248,51 @@ class Policy:
     ) -> tuple[tuple[str, str], ...]:
         """The response headers agent code may read: lower-case names, in upstream order.
 
-        Only names the plan's lists admit (Content-Type always, as the sanitised
-        `content_type`), never a FORBIDDEN_RESPONSE_HEADERS one, never a value that is not
-        printable ASCII or that holds the key (reflection.py): such a header is dropped,
-        the rest of the reply delivered. Repeated names are joined with ", " (RFC 9110
-        5.3); past MAX_REPLY_HEADER_BYTES the remaining headers are dropped.
+        Only names the plan's lists admit, and Content-Type whenever the upstream sent
+        one (as the sanitised `content_type`); never a FORBIDDEN_RESPONSE_HEADERS name,
+        never a value that is not printable ASCII. A header whose name or value holds
+        the key (reflection.py), in any of its copies as received or joined, is dropped
+        and the rest of the reply delivered; when only the listed headers' values put
+        together hold it, every listed header is dropped. Repeated names are joined with
+        ", " (RFC 9110 5.3); past MAX_REPLY_HEADER_BYTES the remaining headers are dropped.
         """
         readable = plan.readable if plan is not None else ()
         merged: dict[str, list[str]] = {}
+        tainted: set[str] = set()
+        received: list[tuple[str, str]] = []  # every admitted (name, value), upstream order
+        typed = False
         for name, value in raw:
             low = name.lower()
-            if low == "content-type" or not response_header_readable(low, readable):
+            if low == "content-type":
+                typed = True
+                continue
+            if not response_header_readable(low, readable):
                 continue
             if not all(ch == "\t" or 0x20 <= ord(ch) <= 0x7E for ch in value):
                 continue
+            # As received: lower-casing the name could hide a mixed-case key in it.
+            if self._reflection.found(f"{name}: {value}".encode("latin-1")):
+                tainted.add(low)
             merged.setdefault(low, []).append(value.strip(" \t"))
+            received.append((low, value.strip(" \t")))
         out: list[tuple[str, str]] = []
-        if content_type and not self._reflection.found(content_type.encode("ascii")):
+        if typed and not self._reflection.found(content_type.encode("ascii")):
             out.append(("content-type", content_type))
         size = sum(len(n) + len(v) for n, v in out)
         for low, values in merged.items():
             value = ", ".join(values)
-            if self._reflection.found(f"{low}: {value}".encode("ascii")):
+            if low in tainted or self._reflection.found(f"{low}: {value}".encode("ascii")):
                 continue
             size += len(low) + len(value)
             if size > MAX_REPLY_HEADER_BYTES:
                 break
             out.append((low, value))
+        # The key cut into pieces over several headers (or repeats of one) shows only
+        # when they are put back together: then no listed header is delivered at all.
+        kept = {name for name, _ in out if name != "content-type"}
+        pieces = "".join(value for low, value in received if low in kept)
+        if kept and self._reflection.found(pieces.encode("ascii")):
+            return tuple((name, value) for name, value in out if name == "content-type")
         return tuple(out)
 
     def reflects_key(self, body: bytes) -> bool:

@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import contextvars
 import functools
-import json
 import queue
 import struct
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+
+import orjson
 
 from runtime.contract import HostHandler, HostReply, HostRequest
 from runtime.messages import (
@@ -107,7 +108,7 @@ def _checked(work: Callable[[], HostReply], deadline: float) -> tuple[int, bytes
 
 
 def _headers_json(reply: HostReply) -> bytes:
-    """The reply's headers as one JSON object of lower-case name -> value (ASCII).
+    """The reply's headers as one JSON object of lower-case name -> value (UTF-8).
 
     Handed to the guest as one string property, so a call costs one string more, not
     one property per header; the client parses it only for the `$response` form. A
@@ -118,7 +119,7 @@ def _headers_json(reply: HostReply) -> bytes:
         if not isinstance(name, str) or not isinstance(value, str) or name != name.lower():
             raise ValueError("reply headers are (lower-case name, value) strings")
         out[name] = value
-    text = json.dumps(out, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+    text = orjson.dumps(out)  # a tenth of json.dumps's cost, paid on every answered call
     if len(text) > MAX_REPLY_HEADER_BYTES:
         raise ValueError("reply headers too large")
     return text

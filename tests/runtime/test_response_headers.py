@@ -206,3 +206,118 @@ def test_a_grant_listing_a_forbidden_response_header_is_refused_at_load(
         line = str(err.value)
         assert "\n" not in line and line.startswith('grants: profile "p": ')
         assert message in line, (where, line)
+
+
+def _headers_reply(pairs: list[tuple[str, str]]) -> Any:
+    def respond(handler: BaseHTTPRequestHandler, seen: Seen) -> None:
+        handler.send_response(200)
+        for name, value in pairs:
+            handler.send_header(name, value)
+        handler.send_header("Content-Length", "2")
+        handler.end_headers()
+        handler.wfile.write(b"{}")
+
+    return respond
+
+
+def test_the_broker_filters_headers_by_the_grant_not_by_what_arrived(
+    tmp_path: Path, api: FakeAPI
+) -> None:
+    """At the broker (HostReply.headers): a prefix that covers Set-Cookie still never
+    forwards it; the key in base64 or hex is caught as in bodies; repeats are joined;
+    a value that is not printable ASCII is dropped; an unlisted name is dropped."""
+    import base64
+
+    from runtime import Broker, HostRequest
+
+    api.responder = _headers_reply(
+        [
+            ("Content-Type", "application/json"),
+            ("Set-Cookie", "a=1"),
+            ("Set-Cookie2", "b=2"),
+            ("Set-Mode", "fast"),
+            ("Link", '<a>; rel="next"'),
+            ("Link", '<b>; rel="last"'),
+            ("X-Token-B64", base64.b64encode(KEY.encode()).decode()),
+            ("X-Token-Hex", KEY.encode().hex().upper()),
+            ("X-Latin", "caf\u00e9"),
+            ("X-Unlisted", "1"),
+        ]
+    )
+    profile = grant(
+        tmp_path,
+        api.url,
+        response_headers=["Set-*", "Link", "X-Token-*", "X-Latin"],
+        allow=["GET /v1/items/*"],
+    )
+    with Broker(profile) as b:
+        reply = b(HostRequest("GET", "/v1/items/1"))
+    assert reply.upstream is True
+    assert reply.headers == (
+        ("content-type", "application/json"),
+        ("set-mode", "fast"),
+        ("link", '<a>; rel="next", <b>; rel="last"'),
+    )
+
+
+def test_only_content_type_by_default(tmp_path: Path, api: FakeAPI) -> None:
+    from runtime import Broker, HostRequest
+
+    api.responder = upstream
+    profile = grant(tmp_path, api.url, response_headers=None, allow=["GET /v1/items/*"])
+    with Broker(profile) as b:
+        reply = b(HostRequest("GET", "/v1/items/1"))
+        refused = b(HostRequest("GET", "/v1/other"))
+    assert reply.headers == (("content-type", "application/json"),)
+    assert (refused.status, refused.upstream, refused.headers) == (403, False, ())
+
+
+def test_no_content_type_is_made_up_for_a_reply_without_one(tmp_path: Path, api: FakeAPI) -> None:
+    from runtime import Broker, HostRequest
+
+    api.responder = _headers_reply([("ETag", '"e1"')])
+    profile = grant(tmp_path, api.url, response_headers=["ETag"], allow=["GET /v1/items/*"])
+    with Broker(profile) as b:
+        reply = b(HostRequest("GET", "/v1/items/1"))
+    assert reply.headers == (("etag", '"e1"'),)
+
+
+def test_a_key_in_a_header_name_or_split_over_repeats_is_dropped(
+    tmp_path: Path, api: FakeAPI
+) -> None:
+    """A prefix pattern admits names the upstream chooses: one spelling the key (mixed
+    case, which the lower-cased name would hide) is dropped, and so is a header whose
+    repeats each hold half the key, which only their joined value reveals."""
+    from runtime import Broker, HostRequest
+
+    mixed = "Resp-Hdr-Key-7C41D2E9A0B35F68"
+    half = len(mixed) // 2
+    api.responder = _headers_reply(
+        [
+            ("X-RateLimit-" + mixed, "1"),
+            ("X-Split", mixed[:half]),
+            ("X-Split", mixed[half:]),
+            ("X-RateLimit-Limit", "60"),
+        ]
+    )
+    body = {
+        "base_url": api.url,
+        "allowed_callers": ["agent"],
+        "token": {"type": "static", "env": "API_TOKEN", "header": "X-Api-Key"},
+        "allow": ["GET /v1/items/*"],
+        "response_headers": ["X-RateLimit-*", "X-Split"],
+    }
+    path = tmp_path / "grants.json"
+    path.write_text(json.dumps({"profiles": {"p": body}}))
+    profile = load(path, environ={"API_TOKEN": mixed}).select("p", "agent")
+    with Broker(profile) as b:
+        reply = b(HostRequest("GET", "/v1/items/1"))
+    # the split key is in no one header: every listed header goes, content-type stays
+    assert reply.headers == ()
+    api.responder = _headers_reply(
+        [("Content-Type", "text/plain"), ("X-RateLimit-" + mixed, "1"), ("X-RateLimit-Limit", "60")]
+    )
+    with Broker(profile) as b:
+        reply = b(HostRequest("GET", "/v1/items/1"))
+    # the key in a name only: that header goes, the others are delivered
+    assert reply.headers == (("content-type", "text/plain"), ("x-ratelimit-limit", "60"))

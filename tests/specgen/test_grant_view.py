@@ -112,3 +112,17 @@ def test_refusals_are_one_line(tmp_path: Path) -> None:
         cli, ["emit", "description", str(DOCUMENT), "--grants", str(GRANTS)]
     )
     assert result.exit_code == 2 and "go together" in result.stderr
+
+
+def test_names_the_response_headers_the_grant_lets_through(tmp_path: Path) -> None:
+    data = json.loads(GRANTS.read_text())
+    allow = data["profiles"]["agent-memory"]["allow"]
+    first = allow[0] if isinstance(allow[0], dict) else {"route": allow[0]}
+    allow[0] = {**first, "response_headers": ["Location", "Link"]}
+    path = _grants(tmp_path, response_headers=["Link", "X-RateLimit-*"], allow=allow)
+    code, text, err = _emit(str(DOCUMENT), "--grants", str(path), "--profile", "agent-memory")
+    assert code == 0, err
+    assert (
+        "its headers: content-type, link, x-ratelimit-* (on some routes also location)."
+        in text.replace("\n", " ")
+    )
