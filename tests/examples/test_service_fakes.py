@@ -178,6 +178,12 @@ def test_github_adds_labels_to_an_issue(gh: httpx.Client) -> None:
     )
 
 
+def test_github_caps_per_page_at_100(gh: httpx.Client) -> None:
+    reply = _gh(gh, "/repos/acme/widgets/issues?state=all&per_page=500")
+    assert reply.status_code == 200 and len(reply.json()) == len(github.ISSUES)
+    assert "link" not in reply.headers
+
+
 def test_github_answers_an_unimplemented_operation_404(gh: httpx.Client) -> None:
     reply = _gh(gh, "/repos/acme/widgets/issues/1/timeline")
     assert reply.status_code == 404 and reply.json()["message"] == "Not Found"
@@ -381,6 +387,10 @@ def _grant(tmp_path: Path, document: Path, global_name: str, profile: dict) -> P
     return path
 
 
+#: Bearer, not Basic: Stripe documents the key as the Basic user with an empty password
+#: (`-u sk_test_...:`), and the grant's basic token block refuses an empty password_env,
+#: so a grant can only send Stripe's other documented form. The fake takes both
+#: (`test_stripe_takes_the_key_as_basic_user_or_bearer`).
 STRIPE_PROFILE = {
     "base_url": "https://api.stripe.com",
     "token": {
