@@ -895,6 +895,7 @@ def generate(
             "query": tuple([permit(p) for p in query]),
             "headers": tuple([permit(p) for p in headers]),
             "body": _body_entry(route.method, gen.bodies.get(key, ())),
+            "response_headers": (),  # the operator's to list; a document never grants them
         }
         entries.append(make(AllowEntry, entry))
     declared = tuple(declared_list)
