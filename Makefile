@@ -20,6 +20,7 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/python -m examples.memory_grant
 	$(BIN)/python -m examples.mem0_grant
+	$(BIN)/python -m examples.github_triage
 
 test: $(STAMP) corpus
 	$(BIN)/python -m pytest -q

@@ -167,7 +167,11 @@ class LoopbackServer:
                 headers = list(self.headers.items())
                 reply = fake.handle(self.command, self.path, headers, body, refusal)
                 self.send_response(reply.status)
-                self.send_header("Content-Type", "application/json")
+                # JSON unless the fake names the type (GitHub's plain-text 403, a 304
+                # with no body at all).
+                named = any(name.lower() == "content-type" for name in reply.headers)
+                if not named and reply.status != 304:
+                    self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(reply.body)))
                 if refusal is not None:
                     self.send_header("Connection", "close")
