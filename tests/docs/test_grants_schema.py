@@ -158,7 +158,9 @@ CASES: list[tuple[str, str, Any, bool]] = [
     (
         "object entry with an XML and an octet-stream body",
         "p",
-        _with(allow=[{"route": "POST /v1", "body": ["application/xml", "application/octet-stream"]}]),
+        _with(
+            allow=[{"route": "POST /v1", "body": ["application/xml", "application/octet-stream"]}]
+        ),
         True,
     ),
     (
