@@ -82,8 +82,10 @@ def concrete(raw: str) -> str | None:
     """The Content-Type a body the document declares as `raw` is sent with, or None.
 
     `*/*` and `application/*` are JSON (what the generator sent for them before any
-    other type could travel), `text/*` is `text/plain`, another wildcard (`image/*`)
-    is `application/octet-stream`; `+json` types keep their own name.
+    other type could travel), `text/*` is `text/plain`, `application/*+json` JSON and
+    `application/*+xml` XML, another wildcard (`image/*`) `application/octet-stream`;
+    a concrete type keeps its own name (`application/merge-patch+json`), since a server
+    may refuse a PATCH whose Content-Type is not the one it documents.
     """
     media = essence(raw)
     if media in ("*/*", "application/*"):
@@ -91,9 +93,13 @@ def concrete(raw: str) -> str | None:
     if media == "text/*":
         return TEXT
     top, slash, sub = media.partition("/")
-    if slash and sub == "*" and _CONCRETE.fullmatch(top + "/x"):
-        return OCTET
-    return media if is_concrete(media) else None
+    if not slash or "*" not in sub or not _CONCRETE.fullmatch(top + "/x"):
+        return media if is_concrete(media) else None
+    if sub.endswith("+json"):  # application/*+json: any JSON type, so JSON itself
+        return JSON
+    if sub.endswith("+xml"):
+        return "application/xml"
+    return OCTET if sub == "*" else None
 
 
 __all__ = [

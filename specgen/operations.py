@@ -16,8 +16,9 @@ from functools import cached_property, lru_cache
 from operator import attrgetter
 from typing import Any, NamedTuple
 
+from specgen import media as media_types
 from specgen import naming
-from specgen.allow import BODY_TYPES, AllowEntry, Permit, header_forbidden
+from specgen.allow import AllowEntry, Permit, header_forbidden
 from specgen.errors import SpecError
 from specgen.frozen import make
 from specgen.params import (
@@ -668,10 +669,12 @@ class _Generator:
         return args
 
     def body_types(self, request_body: Any, method: str, path: str) -> tuple[str, ...]:
-        """The body media types the broker can build for this operation, in its order.
+        """The body media types a grant can carry for this operation, in its order.
 
-        `+json` types and `*/*` travel as JSON; any other type the broker cannot build
-        (octet-stream, XML) is named in a warning and not carried.
+        Each is the Content-Type the broker sends (`specgen.media.concrete`: parameters
+        dropped, `*/*` as JSON, `text/*` as text/plain, another wildcard as
+        octet-stream); a key that names no media type (`""`, `a b`) is named in a
+        warning and not carried.
         """
         content = request_body.get("content") if isinstance(request_body, dict) else None
         if not isinstance(content, dict):
@@ -679,18 +682,15 @@ class _Generator:
         found: list[str] = []
         lost: list[str] = []
         for raw in content:
-            media = str(raw).partition(";")[0].strip().lower()
-            if media.endswith("+json") or media in ("*/*", "application/*"):
-                media = "application/json"
-            if media in BODY_TYPES:
-                if media not in found:
-                    found.append(media)
-            else:
+            media = media_types.concrete(str(raw))
+            if media is None:
                 lost.append(str(raw))
+            elif media not in found:
+                found.append(media)
         if lost:
             self.warnings.append(
                 f"{method} {path}: request body {', '.join(go_quote(m) for m in lost)} cannot be "
-                "sent through the broker (it builds JSON, form, multipart and text bodies)"
+                "sent through the broker (not a media type it can send as Content-Type)"
             )
         return tuple(found)
 
