@@ -18,6 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, TypeAlias
 
+#: The largest request body (bytes) a call may carry, whatever its media type: the
+#: sandbox reads no more out of guest memory, the broker sends no more (10 MiB).
+MAX_REQUEST_BODY_BYTES = 10 << 20
+
 
 @dataclass(frozen=True, slots=True)
 class ObjectValue:
@@ -52,6 +56,11 @@ class HostRequest:
     headers: tuple[tuple[str, ParamValue], ...] = ()
     #: The body's media type the guest asked for (structured calls only); None is JSON.
     media_type: str | None = None
+    #: A text or binary body (structured calls only) exactly as the guest handed it,
+    #: outside the envelope: a string as its UTF-8 bytes, an ArrayBuffer's or a
+    #: Uint8Array's bytes. Never together with `body`. It travels beside the envelope so
+    #: 10 MiB of bytes is one copy, not a JSON string escaped, scanned and decoded.
+    payload: bytes | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +69,11 @@ class HostReply:
 
     status: int
     body: bytes
-    content_type: str = "text/plain; charset=utf-8"
+    #: The body's media type; it decides what the guest's client makes of the body
+    #: (specgen/media.py: JSON parsed, text a string, binary a Uint8Array). "" says
+    #: nothing: the client parses JSON if it can and keeps the text otherwise, and a
+    #: body that is not UTF-8 reaches the guest as bytes.
+    content_type: str = ""
     #: Response headers the grant lets agent code read, already filtered by the broker:
     #: lower-case names, printable ASCII values, `content-type` included when present.
     headers: tuple[tuple[str, str], ...] = ()
@@ -84,4 +97,11 @@ class HostHandler(Protocol):
     def __call__(self, request: HostRequest) -> HostReply: ...
 
 
-__all__ = ["HostHandler", "HostReply", "HostRequest", "ObjectValue", "ParamValue"]
+__all__ = [
+    "MAX_REQUEST_BODY_BYTES",
+    "HostHandler",
+    "HostReply",
+    "HostRequest",
+    "ObjectValue",
+    "ParamValue",
+]

@@ -35,7 +35,9 @@ Two spellings, one meaning:
   pinned one never has a style.
 
   `"body": ["application/json", "multipart/form-data"]` names the media types a body
-  may have (`[]`: no body). Without it an entry permits a JSON body on PUT, POST and
+  may have (`[]`: no body), each a concrete lower-case `type/subtype` without
+  parameters (`text/xml`, `application/octet-stream`, `image/png`): the broker sends it
+  as the body's Content-Type. Without it an entry permits a JSON body on PUT, POST and
   PATCH and none on any other verb, which is what the string form always means.
 
   `"response_headers": ["Link", "ETag", "X-RateLimit-*"]` names the upstream response
@@ -61,6 +63,7 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import unquote
 
+from specgen.media import is_concrete
 from specgen.params import Parameter, SchemaSummary
 from specgen.quoting import go_quote
 from specgen.routes import Route, RouteError, has_control, parse_route_line
@@ -131,7 +134,9 @@ QUERY_STYLES: tuple[str, ...] = (
     "deepObject",
 )
 HEADER_STYLES: tuple[str, ...] = ("simple",)
-#: The body media types the broker can build; JSON is forwarded byte for byte.
+#: The body media types the broker builds from a JSON object (form, multipart) or a
+#: string (text/plain); JSON is forwarded byte for byte. Any other concrete media type
+#: (specgen.media) travels as the text or bytes the guest gives.
 BODY_TYPES: tuple[str, ...] = (
     "application/json",
     "application/x-www-form-urlencoded",
@@ -441,10 +446,10 @@ def _body(raw: Any, route: Route, entry: str) -> tuple[str, ...] | None:
     if not isinstance(raw, list) or not all(isinstance(v, str) for v in raw):
         raise AllowError(f"allow entry {entry}: body must be a list of media types")
     for media in raw:
-        if media not in BODY_TYPES:
+        if not is_concrete(media):
             raise AllowError(
-                f"allow entry {entry}: body media type {go_quote(media)} is not one of "
-                f"{', '.join(BODY_TYPES)}"
+                f"allow entry {entry}: body media type {go_quote(media)} is not a lower-case "
+                "type/subtype without parameters or wildcards (application/json, text/xml, ...)"
             )
     if len(set(raw)) != len(raw):
         raise AllowError(f"allow entry {entry}: body lists a media type twice")

@@ -16,8 +16,9 @@ from functools import cached_property, lru_cache
 from operator import attrgetter
 from typing import Any, NamedTuple
 
+from specgen import media as media_types
 from specgen import naming
-from specgen.allow import BODY_TYPES, AllowEntry, Permit, header_forbidden
+from specgen.allow import AllowEntry, Permit, header_forbidden
 from specgen.errors import SpecError
 from specgen.frozen import make
 from specgen.params import (
@@ -97,6 +98,9 @@ class Operation:
     header_names: tuple[str, ...] = ()
     body_type: str = ""
     body_types: tuple[str, ...] = ()
+    #: Request body media types the document declares that no grant can carry (a key
+    #: that names no media type), as written.
+    lost_bodies: tuple[str, ...] = ()
 
     @property
     def arg_list(self) -> tuple[str, ...]:
@@ -634,10 +638,11 @@ class _Generator:
         self.names.add(name)
         has_body = verb in _WITH_BODY and "requestBody" in op
         body_types: tuple[str, ...] = ()
+        lost: tuple[str, ...] = ()
         if has_body or (self.full and verb in _FULL_WITH_BODY and "requestBody" in op):
             request_body = self.refs.deref(op["requestBody"], f"{method} {path} requestBody")
             if self.full:
-                body_types = self.body_types(request_body, method, path)
+                body_types, lost = self.body_types(request_body, method, path)
                 has_body = bool(body_types)
         args = self.arguments(derived, has_body)
         summary = op.get("summary")
@@ -655,6 +660,7 @@ class _Generator:
                 "dropped": dropped,
                 "body_types": body_types,
                 "body_type": _preferred(body_types),
+                "lost_bodies": lost,
                 "structured": carried is not None,
                 "query_names": carried[0] if carried is not None else (),
                 "header_names": carried[1] if carried is not None else (),
@@ -671,32 +677,34 @@ class _Generator:
             args = self.arg_memo[key] = tuple(naming.arg_names(derived.names, has_body, extra))
         return args
 
-    def body_types(self, request_body: Any, method: str, path: str) -> tuple[str, ...]:
-        """The body media types the broker can build for this operation, in its order.
+    def body_types(
+        self, request_body: Any, method: str, path: str
+    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The body media types a grant can carry for this operation, in its order, and
+        the keys it cannot (as written).
 
-        `+json` types and `*/*` travel as JSON; any other type the broker cannot build
-        (octet-stream, XML) is named in a warning and not carried.
+        Each is the Content-Type the broker sends (`specgen.media.concrete`: parameters
+        dropped, `*/*` as JSON, `text/*` as text/plain, another wildcard as
+        octet-stream); a key that names no media type (`""`, `a b`) is named in a
+        warning and not carried.
         """
         content = request_body.get("content") if isinstance(request_body, dict) else None
         if not isinstance(content, dict):
-            return ()
+            return (), ()
         found: list[str] = []
         lost: list[str] = []
         for raw in content:
-            media = str(raw).partition(";")[0].strip().lower()
-            if media.endswith("+json") or media in ("*/*", "application/*"):
-                media = "application/json"
-            if media in BODY_TYPES:
-                if media not in found:
-                    found.append(media)
-            else:
+            media = media_types.concrete(str(raw))
+            if media is None:
                 lost.append(str(raw))
+            elif media not in found:
+                found.append(media)
         if lost:
             self.warnings.append(
                 f"{method} {path}: request body {', '.join(go_quote(m) for m in lost)} cannot be "
-                "sent through the broker (it builds JSON, form, multipart and text bodies)"
+                "sent through the broker (not a media type it can send as Content-Type)"
             )
-        return tuple(found)
+        return tuple(found), tuple(lost)
 
     def auto_name(self, method: str, path: str) -> str:
         return naming.unique(

@@ -26,6 +26,13 @@ GRANT_METHODS: tuple[str, ...] = (*METHODS, "HEAD", "OPTIONS")
 # the wire, so "approve == wire" could not hold for it. This matches any character
 # outside that set, found in one C-level pass instead of a Python step per character.
 _NOT_WIRE_SAFE = re.compile(r"[^A-Za-z0-9\-_.~$&+,/:;=@]")
+# The extended grammar (`partial=True`: the default build, the grants loader, the broker's
+# structured calls) also admits the RFC 3986 sub-delims `!`, `'`, `(` and `)` in literal
+# text. Go's PathEscape escapes them, but RFC 3986 lets a path hold them as they are and
+# httpx sends them unchanged (the broker still compares the URL it built with the
+# approved path), and OData-style APIs need them: Microsoft Graph's `/drives('{id}')`
+# and `/microsoft.graph.delta()`. A `*` still stands only for unreserved characters.
+_NOT_WIRE_SAFE_EXTENDED = re.compile(r"[^A-Za-z0-9\-_.~$&+,/:;=@!'()]")
 # What a `*` may stand for: one segment of RFC 3986 unreserved characters only, so a
 # wildcard can never smuggle in `:verb`, `;params` or `$batch`-style suffixes.
 _UNRESERVED_SEGMENT = re.compile(r"[A-Za-z0-9\-._~]+\Z")
@@ -105,7 +112,8 @@ def pattern_error(path: str, *, trailing_slash: bool = True, partial: bool = Fal
     the same message; that message is part of the user-visible contract.
     `trailing_slash=False` refuses `/a/` as the reference did; `partial=True` admits a
     segment with one `*` between literal text (`*.json`, see `partial_segment`), which
-    only the generator asks for until the grants loader and the broker take it.
+    only the generator asks for until the grants loader and the broker take it, and
+    the sub-delims `!'()` in literal text (see `_NOT_WIRE_SAFE_EXTENDED`).
 
     A pattern `_PLAIN_PATTERN` matches (nearly every route a document yields) passes
     every check, so one C-level match answers for it; the checks below, which also
@@ -128,7 +136,8 @@ def _pattern_checks(path: str, trailing_slash: bool, partial: bool) -> str | Non
         return ERR_ENCODED
     if not _is_clean(path, trailing_slash) or _bad_segment(path):
         return ERR_SEGMENTS
-    if _NOT_WIRE_SAFE.search(path.replace("*", "x")):
+    wire_safe = _NOT_WIRE_SAFE_EXTENDED if partial else _NOT_WIRE_SAFE
+    if wire_safe.search(path.replace("*", "x")):
         return ERR_WIRE
     for seg in path.split("/"):
         if "*" in seg and seg != "*" and not (partial and partial_segment(seg) is not None):

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, NamedTuple
 
+from specgen import media as media_types
 from specgen.naming import ident_chars
 from specgen.operations import Generated, Operation
 from specgen.quoting import go_quote, js_string, ts_comment
@@ -557,9 +558,34 @@ def _json_schema(final: Callable[[Any], Any], owner: Any) -> tuple[bool, Any]:
     else:
         media = sorted(content, key=lambda m: (not _is_json(str(m)), str(m)))[0]
     entry = content[media] if isinstance(content[media], dict) else {}
-    if not _is_json(str(media)) and "schema" not in entry:
-        return True, {"type": "string"}
+    if not _is_json(str(media)):
+        kind = _held_as(str(media))
+        if kind is not None:
+            return True, kind
+        if "schema" not in entry:
+            return True, {"type": "string"}
     return True, entry.get("schema", {})
+
+
+#: What the client hands over for a binary reply body, and takes for a binary request
+#: body (see templates/client.js.j2).
+BINARY_REPLY = "Uint8Array"
+BINARY_BODY = "Uint8Array | ArrayBuffer"
+_TEXT_SCHEMA: dict[str, Any] = {"type": "string"}
+_BINARY_SCHEMA: dict[str, Any] = {"type": "string"}  # told apart from _TEXT_SCHEMA by identity
+
+
+def _held_as(media: str) -> dict[str, Any] | None:
+    """The schema a body of this (non-JSON) media type is held as in JS, whatever the
+    document's schema says: text is a string, bytes a Uint8Array; None for form and
+    multipart bodies, which are objects."""
+    concrete = media_types.concrete(media)
+    if concrete is None or concrete in (media_types.FORM, media_types.MULTIPART):
+        return None
+    kind = media_types.kind(concrete)
+    if kind == "json":
+        return None
+    return _BINARY_SCHEMA if kind == "binary" else _TEXT_SCHEMA
 
 
 def _merge_key(param: Any) -> tuple[tuple[str, str], dict[str, Any]] | None:
@@ -686,8 +712,14 @@ class _Builder:
         body_required = False
         if op.has_body:
             request = self.conv.final(raw_op.get("requestBody"))
-            has, schema = _json_schema(self.conv.final, request)
-            body = self.conv.expr(schema, scope) if has else "unknown"
+            held = _held_as(op.body_type)
+            has, schema = (
+                (True, held) if held is not None else _json_schema(self.conv.final, request)
+            )
+            if schema is _BINARY_SCHEMA:
+                body = BINARY_BODY
+            else:
+                body = self.conv.expr(schema, scope) if has else "unknown"
             body_required = isinstance(request, dict) and request.get("required") is True
         response = self.response(raw_op, scope)
         doc = doc_text(raw_op.get("description")) if raw_op.get("description") else ""
@@ -718,7 +750,7 @@ class _Builder:
                 found = responses.get(int(code)) if code.isdigit() else None
             has, schema = _json_schema(self.conv.final, found)
             if has:
-                text = self.conv.expr(schema, scope)
+                text = BINARY_REPLY if schema is _BINARY_SCHEMA else self.conv.expr(schema, scope)
                 if text not in shapes:
                     shapes.append(text)
         return _join(shapes, " | ") if shapes else "unknown"

@@ -19,8 +19,12 @@ apart and rebuilt from what the allow entry permits:
 * a header travels only if the entry lists it, never one the broker or a credential
   sets, its value visible ASCII with inner spaces only;
 * a body only where the entry (and so the document) gives one, as the media type the
-  entry permits; the broker sets `Content-Type`, and httpx's own encoders build form
-  and multipart bodies (the multipart boundary is random, never the guest's).
+  entry permits; the broker sets `Content-Type` to that type, and httpx's own encoders
+  build form and multipart bodies (the multipart boundary is random, never the guest's).
+  A JSON body (`application/json`, `text/json`, `+json`) is forwarded byte for byte; a
+  text or binary one (any other type: XML, YAML, CSV, octet-stream, images) is the bytes
+  the guest handed beside the envelope, or a JSON string (sent as UTF-8) or
+  `{"base64": "..."}` (sent decoded) inside it, never a JSON body re-read as bytes.
 
 Every refusal is a `CallRefused` with a reason for tests and logs; the guest sees the
 fixed 403 text. Parameter values never leave this module except on the wire.
@@ -28,12 +32,15 @@ fixed 403 text. Parameter values never leave this module except on the wire.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import unicodedata
 from dataclasses import dataclass
 from urllib.parse import quote
 
 from runtime.contract import ObjectValue, ParamValue
+from specgen import media as media_types
 from specgen.allow import AllowEntry, Permit, header_forbidden
 from specgen.routes import Route, partial_segment, pattern_error
 
@@ -44,10 +51,10 @@ MAX_HEADER_VALUE = 4096
 #: Most parameters (query and header, array items included) in one call.
 MAX_PARAMS = 256
 
-JSON = "application/json"
-FORM = "application/x-www-form-urlencoded"
-MULTIPART = "multipart/form-data"
-TEXT = "text/plain"
+JSON = media_types.JSON
+FORM = media_types.FORM
+MULTIPART = media_types.MULTIPART
+TEXT = media_types.TEXT
 
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
@@ -328,22 +335,35 @@ def _name(name: str) -> str:
     return name
 
 
-def build_body(entry: AllowEntry, body: bytes | None, media_type: str | None) -> Body | None:
-    """The body to send, or None; refused where the entry gives no body or this type."""
-    if not body:  # b"" is no body, as the reference forwarded it
-        if media_type is not None:
+def build_body(
+    entry: AllowEntry, body: bytes | None, media_type: str | None, payload: bytes | None = None
+) -> Body | None:
+    """The body to send, or None; refused where the entry gives no body or this type.
+
+    `body` is the envelope's JSON text, `payload` the bytes handed beside it (at most
+    one of the two).
+    """
+    if body is not None and payload is not None:
+        raise CallRefused("a body both inside and beside the envelope")
+    if not body and not payload:  # b"" is no body, as the reference forwarded it
+        if media_type is not None and payload is None:
             raise CallRefused("a media type without a body")
         return None
     media = media_type or JSON
     if media not in entry.body_types():
         raise CallRefused(f"the grant permits no {media} body on {entry.route}")
-    if media == JSON:
-        return Body(JSON, content=body)
+    built = media in (FORM, MULTIPART)
+    as_json = not built and media_types.kind(media) == "json"
+    if payload is not None:
+        if built or as_json:
+            raise CallRefused(f"a text or binary body cannot be sent as {media}")
+        return Body(media, content=payload)
+    assert body is not None
+    if as_json:
+        return Body(media, content=body)
     value = _strict_json(body)
-    if media == TEXT:
-        if not isinstance(value, str):
-            raise CallRefused("a text/plain body is a string")
-        return Body(TEXT, content=value.encode("utf-8", "strict"))
+    if not built:
+        return Body(media, content=_raw_content(value, media))
     if not isinstance(value, dict):
         raise CallRefused("a form body is an object")
     if media == FORM:
@@ -361,12 +381,45 @@ def build_body(entry: AllowEntry, body: bytes | None, media_type: str | None) ->
     return Body(MULTIPART, parts=tuple(parts))
 
 
+def _base64(value: object) -> bytes | None:
+    """The bytes of a `{"base64": "..."}` value (strict alphabet and padding), or None
+    when `value` is not one."""
+    if not isinstance(value, dict) or set(value) != {"base64"}:
+        return None
+    text = value["base64"]
+    if not isinstance(text, str) or not text.isascii():
+        raise CallRefused("a base64 body is one string of base64")
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise CallRefused("a base64 body is not valid base64") from None
+
+
+def _raw_content(value: object, media: str) -> bytes:
+    """A text or binary body given inside the envelope: a string, or base64."""
+    if isinstance(value, str):
+        try:
+            return value.encode("utf-8", "strict")
+        except UnicodeEncodeError:
+            raise CallRefused("a text body must be valid Unicode") from None
+    decoded = _base64(value)
+    if decoded is None:
+        raise CallRefused(f'a {media} body is a string, bytes or {{"base64": "..."}}')
+    return decoded
+
+
 def _part(value: object) -> tuple[str | None, bytes, str | None]:
-    """One multipart part: a field (text) or a file `{filename, content, type?}`."""
+    """One multipart part: a field (text) or a file `{filename, content, type?}` whose
+    content is a string (sent as UTF-8) or `{"base64": "..."}` (sent decoded)."""
     if not isinstance(value, dict):
         return None, _field_text(value).encode("utf-8"), None
-    if set(value) - {"filename", "content", "type"} or not isinstance(value.get("content"), str):
-        raise CallRefused('a file part is {"filename", "content", "type"?} with string content')
+    content = value.get("content")
+    data = content.encode("utf-8") if isinstance(content, str) else _base64(content)
+    if set(value) - {"filename", "content", "type"} or data is None:
+        raise CallRefused(
+            'a file part is {"filename", "content", "type"?}, its content a string or '
+            '{"base64": "..."}'
+        )
     filename = value.get("filename")
     kind = value.get("type")
     if not isinstance(filename, str) or not filename or _has_control(filename):
@@ -375,9 +428,7 @@ def _part(value: object) -> tuple[str | None, bytes, str | None]:
         not isinstance(kind, str) or not all(0x21 <= ord(ch) <= 0x7E or ch == " " for ch in kind)
     ):
         raise CallRefused("a file part's type is not a printable media type")
-    content = value["content"]
-    assert isinstance(content, str)
-    return filename, content.encode("utf-8"), kind
+    return filename, data, kind
 
 
 __all__ = [

@@ -43,7 +43,7 @@ from runtime.broker.policy import Plan, Policy
 from runtime.broker.trace import CallTrace, TraceSnapshot
 from runtime.broker.transport import DeadlineTransport
 from runtime.broker.upstream import MAX_RESPONSE_BODY, Failure, Fault, Upstream
-from runtime.contract import HostReply, HostRequest
+from runtime.contract import MAX_REQUEST_BODY_BYTES, HostReply, HostRequest
 from runtime.messages import (
     MSG_BUDGET,
     MSG_CAPACITY,
@@ -65,8 +65,8 @@ from specgen.routes import Route
 
 #: Calls that may be in flight at once in one session.
 MAX_IN_FLIGHT = 16
-#: Largest request body forwarded upstream (bytes).
-MAX_REQUEST_BODY = 1 << 20
+#: Largest request body forwarded upstream (bytes), whatever its media type (10 MiB).
+MAX_REQUEST_BODY = MAX_REQUEST_BODY_BYTES
 #: Request bytes the admitted, unanswered calls of one run may hold on the host at
 #: once (waiting for a slot or on the wire). Host memory is outside the guest's
 #: `--memory-mb`: without this bound, 9,990 started calls of 1 MiB each held 6.96 GB
@@ -213,8 +213,11 @@ class Broker:
             self.trace.deny()
             return refusal(429, MSG_BUDGET)
 
-        body = call.body
-        if body is not None and not isinstance(body, bytes | bytearray | memoryview):
+        body, payload = call.body, call.payload
+        if any(
+            part is not None and not isinstance(part, bytes | bytearray | memoryview)
+            for part in (body, payload)
+        ):
             # Not what the HostHandler contract promises; forwarding a guess would send
             # bytes nobody approved.
             self.trace.deny()
@@ -230,7 +233,7 @@ class Broker:
         if not self._breaker.admit(self._probe if self._profile.health_check else None):
             self.trace.shed()
             return refusal(503, MSG_SHED)
-        if body is not None and len(body) > MAX_REQUEST_BODY:
+        if any(part is not None and len(part) > MAX_REQUEST_BODY for part in (body, payload)):
             self.trace.deny()
             return refusal(413, MSG_TOO_LARGE)
 

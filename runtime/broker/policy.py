@@ -64,7 +64,7 @@ class Plan:
 
     @property
     def payload(self) -> bytes:
-        """The JSON or text bytes as forwarded (b"" for none or a built form body)."""
+        """The JSON, text or binary bytes as forwarded (b"" for none or a built form body)."""
         return self.body.content or b"" if self.body is not None else b""
 
     @property
@@ -126,7 +126,7 @@ class Policy:
         entry: AllowEntry = self._profile.entry_for(route)
         query = calls.build_query(entry, call.query, self._reserved_query())
         headers = calls.build_headers(entry, call.headers, self._reserved_headers())
-        body = calls.build_body(entry, call.body, call.media_type)
+        body = calls.build_body(entry, call.body, call.media_type, call.payload)
         if len((path + "?" + query).encode("utf-8", "surrogatepass")) > calls.MAX_TARGET_BYTES:
             raise CallRefused("the request target is too long")
         sent = {name for name, _ in call.query} | {

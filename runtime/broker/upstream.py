@@ -199,8 +199,11 @@ def _read_capped(response: httpx.Response, limit: float, status: int) -> bytes:
 
 
 def _content_type(response: httpx.Response) -> str:
-    """The upstream Content-Type if it is one plain printable line, else octet-stream."""
+    """The upstream Content-Type if it is one plain printable line, "" when there is
+    none (the sandbox then hands the body on as text if it is UTF-8), else octet-stream."""
     raw = [v for k, v in response.headers.raw if k.lower() == b"content-type"]
+    if not raw:
+        return ""
     if len(raw) != 1:
         return _OCTET
     value = raw[0]

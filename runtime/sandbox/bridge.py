@@ -1,4 +1,4 @@
-"""The host side of the guest's one exit: one envelope in, one `{status, body}` out
+"""The host side of the guest's one exit: one envelope in, one `{status, body, type}` out
 (and `headers`, a JSON string of the response headers the broker let through, when the
 upstream API answered).
 
@@ -18,6 +18,12 @@ for is answered on the guest's thread instead: see `dispatch`). The run loop
 handler raises or returns can crash the host or reach the guest as anything but a
 status and at most 4 MiB of bytes.
 
+Bodies by kind (`specgen/media.py`): a call's text or binary body is the native
+function's second argument (a string or a Uint8Array), copied out of guest memory once
+and bounded before the copy; a reply whose type is binary (or that has no type and is
+not UTF-8) reaches the guest as a Uint8Array of exactly its bytes, any other as a string,
+with `type` the reply's media type (lower-case, no parameters; "" when it had none).
+
 It also keeps the rejection tracker's state: unhandled promise rejections are held here
 until the run ends, bounded so a guest cannot grow host memory without limit.
 """
@@ -33,7 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import orjson
 
-from runtime.contract import HostHandler, HostReply, HostRequest
+from runtime.contract import MAX_REQUEST_BODY_BYTES, HostHandler, HostReply, HostRequest
 from runtime.messages import (
     MSG_BROKER_UNAVAILABLE,
     MSG_BUDGET,
@@ -45,6 +51,7 @@ from runtime.messages import (
 from runtime.sandbox import envelope as envelope_mod
 from runtime.sandbox import vm as qjs_vm
 from runtime.sandbox import wasi
+from specgen import media
 
 #: The largest reply body the bridge hands to the guest (reference 5.3, 6.2).
 MAX_REPLY_BYTES = 4 << 20
@@ -84,30 +91,47 @@ def host_call_deadline() -> float | None:
     return _DEADLINE.get()
 
 
-#: A started call's reply on its way to `settle`: (id, status, body, headers JSON).
-Reply = tuple[int, int, bytes, bytes | None]
+_BROKEN = HostReply(500, b"")
 #: Most bytes of the `headers` JSON one reply hands the guest (the broker sends far less).
 MAX_REPLY_HEADER_BYTES = 64 * 1024
+#: A call's text or binary body as the bridge read it: its bytes, None for none, or the
+#: refusal it earned while being read (too large, not a string or a Uint8Array).
+_Payload = bytes | HostReply | None
+#: A string's tags in QuickJS-NG's NaN boxing (a flat string and a rope).
+_STRING_TAGS = frozenset({-7, -6})
 
 
-def _checked(work: Callable[[], HostReply], deadline: float) -> tuple[int, bytes, bytes | None]:
-    """Run a handler's work; its reply as status, bytes and headers JSON (None: not an
-    upstream answer), or 500 for anything broken."""
+def _refusal(status: int, text: str) -> HostReply:
+    """The sandbox's own refusal: fixed text, typed as such."""
+    return HostReply(status, text.encode(), "text/plain; charset=utf-8")
+
+
+def _checked(work: Callable[[], HostReply], deadline: float) -> HostReply:
+    """Run a handler's work; its reply, plain values only, or 500 for anything broken.
+
+    Headers are kept only on an upstream answer, and checked here (`_headers_json`), so a
+    handler's malformed pairs are a broken reply, never guessed at."""
     token = _DEADLINE.set(deadline)
     try:
         reply = work()
         status, body = int(reply.status), bytes(reply.body)
-        headers = _headers_json(reply) if reply.upstream is True else None
+        content_type = reply.content_type
+        if not isinstance(content_type, str):
+            return _BROKEN
+        upstream = reply.upstream is True
+        headers = tuple(reply.headers) if upstream else ()
+        if upstream:
+            _headers_json(headers)
     except Exception:  # a broken handler must not crash the host or leak detail
-        return 500, b"", None
+        return _BROKEN
     finally:
         _DEADLINE.reset(token)
     if len(body) > MAX_REPLY_BYTES:
-        return 500, b"", None
-    return status, body, headers
+        return _BROKEN
+    return HostReply(status, body, content_type, headers, upstream)
 
 
-def _headers_json(reply: HostReply) -> bytes:
+def _headers_json(headers: tuple[tuple[str, str], ...]) -> bytes:
     """The reply's headers as one JSON object of lower-case name -> value (UTF-8).
 
     Handed to the guest as one string property, so a call costs one string more, not
@@ -115,7 +139,7 @@ def _headers_json(reply: HostReply) -> bytes:
     handler's malformed pairs are a broken reply (ValueError), never guessed at.
     """
     out: dict[str, str] = {}
-    for name, value in reply.headers:
+    for name, value in headers:
         if not isinstance(name, str) or not isinstance(value, str) or name != name.lower():
             raise ValueError("reply headers are (lower-case name, value) strings")
         out[name] = value
@@ -138,7 +162,7 @@ class Bridge:
         self.untracked_rejections = 0
         #: Started calls whose promise is not settled yet: id -> (resolve, reject).
         self.pending: dict[int, tuple[int, int]] = {}
-        self._replies: queue.SimpleQueue[Reply] = queue.SimpleQueue()
+        self._replies: queue.SimpleQueue[tuple[int, HostReply]] = queue.SimpleQueue()
         self._pool: ThreadPoolExecutor | None = None
         #: Started calls not yet handed to a worker (see `dispatch`).
         self._unsent: list[tuple[int, Callable[[], HostReply]]] = []
@@ -146,51 +170,54 @@ class Bridge:
         #: Calls refused here, before any handler saw them; the audit counts them denied.
         self.refused = 0
 
-    def _refused(self, raw: bytes) -> tuple[int, bytes, None] | HostRequest:
-        """The sandbox's own refusal of an envelope, or the request to hand on.
+    def _refused(self, raw: bytes, payload: _Payload = None) -> HostReply | HostRequest:
+        """The sandbox's own refusal of an envelope (or of the body beside it, already
+        refused as it was read), or the request to hand on.
 
         Spends one of the run's host calls when the request goes on to the handler.
         """
-        decoded = envelope_mod.decode(raw)
+        if isinstance(payload, HostReply):
+            self.refused += 1
+            return payload
+        decoded = envelope_mod.decode(raw, payload)
         if isinstance(decoded, envelope_mod.EnvelopeRefusal):
             self.refused += 1
-            return decoded.status, decoded.text.encode(), None
+            return _refusal(decoded.status, decoded.text)
         if self.handler is None:
             self.refused += 1
-            return 503, (MSG_BROKER_UNAVAILABLE + "\n").encode(), None
+            return _refusal(503, MSG_BROKER_UNAVAILABLE + "\n")
         if self.calls_left <= 0:
             self.refused += 1
-            return 429, (MSG_BUDGET + "\n").encode(), None
+            return _refusal(429, MSG_BUDGET + "\n")
         self.calls_left -= 1
         return decoded
 
-    def answer(self, raw: bytes) -> tuple[int, bytes, bytes | None]:
-        """Status, body and headers JSON for one envelope; never raises for
-        guest-controlled input."""
-        decided = self._refused(raw)
-        if isinstance(decided, tuple):
+    def answer(self, raw: bytes, payload: _Payload = None) -> HostReply:
+        """The reply to one envelope; never raises for guest-controlled input."""
+        decided = self._refused(raw, payload)
+        if isinstance(decided, HostReply):
             return decided
         assert self.handler is not None
         return _checked(functools.partial(self.handler, decided), self.deadline)
 
     # -- started calls ------------------------------------------------------------------
 
-    def begin(self, call_id: int, raw: bytes) -> None:
+    def begin(self, call_id: int, raw: bytes, payload: _Payload = None) -> None:
         """Start one call; its reply arrives on the queue `next_reply` reads.
 
         The handler's `start` decides the call here, on the guest's thread and in the
         guest's order; only what it returns (the upstream exchange) runs on a worker.
         """
-        decided = self._refused(raw)
-        if isinstance(decided, tuple):
-            self._replies.put((call_id, *decided))
+        decided = self._refused(raw, payload)
+        if isinstance(decided, HostReply):
+            self._replies.put((call_id, decided))
             return
         handler = self.handler
         starter = getattr(handler, "start", None)
         if starter is not None:
             begun = _checked_start(starter, decided, self.deadline)
-            if isinstance(begun, tuple):
-                self._replies.put((call_id, *begun))
+            if isinstance(begun, HostReply):
+                self._replies.put((call_id, begun))
                 return
             work = begun
         else:
@@ -222,13 +249,13 @@ class Bridge:
         self._unsent.clear()
 
     def _work(self, call_id: int, work: Callable[[], HostReply]) -> None:
-        self._replies.put((call_id, *_checked(work, self.deadline)))
+        self._replies.put((call_id, _checked(work, self.deadline)))
 
     def new_id(self) -> int:
         self._next_id += 1
         return self._next_id
 
-    def next_reply(self, timeout_s: float | None) -> Reply | None:
+    def next_reply(self, timeout_s: float | None) -> tuple[int, HostReply] | None:
         """The next reply to settle: waits up to `timeout_s` (None: only one already here)."""
         try:
             if timeout_s is None:
@@ -249,16 +276,16 @@ def _checked_start(
     starter: Callable[[HostRequest], Callable[[], HostReply]],
     request: HostRequest,
     deadline: float,
-) -> Callable[[], HostReply] | tuple[int, bytes, None]:
+) -> Callable[[], HostReply] | HostReply:
     token = _DEADLINE.set(deadline)
     try:
         work = starter(request)
     except Exception:  # as for a blocking call: no crash, no detail
-        return 500, b"", None
+        return _BROKEN
     finally:
         _DEADLINE.reset(token)
     if not callable(work):
-        return 500, b"", None
+        return _BROKEN
     return work
 
 
@@ -274,45 +301,82 @@ def _throw(vm: qjs_vm.Vm, ctx: int, kind: str, message: str) -> int:
             vm.free(p)
 
 
-_REPLY_KEYS = b"status\0body\0headers"
-_BODY_KEY, _HEADERS_KEY = 7, 12
+_REPLY_KEYS = b"status\0body\0type\0headers"
+_BODY_KEY, _TYPE_KEY, _HEADERS_KEY = 7, 12, 17
 #: JS_PROP_C_W_E: configurable, writable, enumerable, as an object literal's properties.
 _C_W_E = 7
+#: Configurable and writable, not enumerable: `type` is for the client, and a guest that
+#: prints a reply (JSON.stringify, Object.keys) sees the reference's `{status, body}`.
+_C_W = 3
 
 
-def _reply_object(
-    vm: qjs_vm.Vm, ctx: int, status: int, body: bytes, headers: bytes | None = None
-) -> int:
-    """A plain `{status, body}`, plus `headers` (a JSON string) when the upstream
-    answered: a new object given its own data properties with JS_DefinePropertyValueStr,
-    which defines rather than assigns, so a setter the guest put on Object.prototype can
-    neither intercept nor hide them. A reply the broker or the sandbox made itself has
-    no `headers`: that absence is how the client tells a refusal from an answer.
+def _is_binary(content_type: str, body: bytes) -> bool:
+    """Is this reply body bytes for the guest (a Uint8Array), not text?"""
+    if content_type.strip():
+        return media.kind(content_type) == "binary"
+    try:  # no type at all: text when it reads as UTF-8, as the guest got it before
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
+def _body_value(vm: qjs_vm.Vm, ctx: int, body: bytes, binary: bool) -> int:
+    """The reply body as a JS string (UTF-8) or a Uint8Array holding exactly `body`."""
+    if not binary:
+        return vm.new_string(ctx, body)
+    ptr = vm.alloc(body, nul=False)
+    try:
+        return vm.call("JS_NewUint8ArrayCopy", ctx, ptr, len(body))
+    finally:
+        vm.free(ptr)
+
+
+def _reply_object(vm: qjs_vm.Vm, ctx: int, reply: HostReply) -> int:
+    """A plain `{status, body}` with a non-enumerable `type` (the reply's media type), plus
+    `headers` (a JSON string) when the upstream answered: a new object given its own data
+    properties with JS_DefinePropertyValueStr, which defines rather than assigns, so a
+    setter the guest put on Object.prototype can neither intercept nor hide them. A reply
+    the broker or the sandbox made itself has no `headers`: that absence is how the client
+    tells a refusal from an answer.
 
     Not JS_NewObjectFromStr, which would make it in one call: in QuickJS-NG 0.15 that call
     adds its properties to the shape every empty object shares, so each `{}` the guest made
     before the reply grew phantom `status` and `body` fields holding stale heap values
     (tests/runtime/test_reply_object_shape.py)."""
-    text = vm.new_string(ctx, body)
-    if qjs_vm.tag_of(text) == qjs_vm.TAG_EXCEPTION:
-        return text
+    body = _body_value(vm, ctx, reply.body, _is_binary(reply.content_type, reply.body))
+    if qjs_vm.tag_of(body) == qjs_vm.TAG_EXCEPTION:
+        return body
+    kind = vm.new_string(ctx, media.essence(reply.content_type).encode("ascii", "replace"))
+    if qjs_vm.tag_of(kind) == qjs_vm.TAG_EXCEPTION:
+        vm.call("JS_FreeValue", ctx, body)
+        return kind
     obj = vm.call("JS_NewObject", ctx)
     if qjs_vm.tag_of(obj) == qjs_vm.TAG_EXCEPTION:
-        vm.call("JS_FreeValue", ctx, text)
+        vm.call("JS_FreeValue", ctx, body)
+        vm.call("JS_FreeValue", ctx, kind)
         return obj
     keys = vm.constant(_REPLY_KEYS)
+    status = qjs_vm.js_int(reply.status)
     # Each call takes ownership of the value, also when it fails (out of memory), and a
     # failure leaves the exception pending: the object is freed and the exception returned.
-    if vm.call("JS_DefinePropertyValueStr", ctx, obj, keys, qjs_vm.js_int(status), _C_W_E) < 0:
-        vm.call("JS_FreeValue", ctx, text)
-    elif vm.call("JS_DefinePropertyValueStr", ctx, obj, keys + _BODY_KEY, text, _C_W_E) >= 0:
-        if headers is None:
-            return obj
-        names = vm.new_string(ctx, headers)
-        if qjs_vm.tag_of(names) != qjs_vm.TAG_EXCEPTION and (
-            vm.call("JS_DefinePropertyValueStr", ctx, obj, keys + _HEADERS_KEY, names, _C_W_E) >= 0
-        ):
-            return obj
+    pending = [(keys + _BODY_KEY, body, _C_W_E), (keys + _TYPE_KEY, kind, _C_W)]
+    if reply.upstream:
+        names = vm.new_string(ctx, _headers_json(reply.headers))
+        if qjs_vm.tag_of(names) == qjs_vm.TAG_EXCEPTION:
+            for _, value, _ in pending:
+                vm.call("JS_FreeValue", ctx, value)
+            vm.call("JS_FreeValue", ctx, obj)
+            return names
+        pending.append((keys + _HEADERS_KEY, names, _C_W_E))
+    ok = vm.call("JS_DefinePropertyValueStr", ctx, obj, keys, status, _C_W_E) >= 0
+    for key, value, flags in pending:
+        if ok:
+            ok = vm.call("JS_DefinePropertyValueStr", ctx, obj, key, value, flags) >= 0
+        else:
+            vm.call("JS_FreeValue", ctx, value)
+    if ok:
+        return obj
     vm.call("JS_FreeValue", ctx, obj)
     return qjs_vm.JS_EXCEPTION
 
@@ -335,11 +399,11 @@ def _host_call(state: wasi.WasiState, context, vals) -> None:
     if isinstance(raw, int):
         vals[0].i64 = qjs_vm.s64(raw)
         return
-    status, body, headers = bridge.answer(raw)
-    if not 100 <= status <= 599:
+    reply = bridge.answer(raw, _read_payload(vm, ctx, argc, argv))
+    if not 100 <= reply.status <= 599:
         vals[0].i64 = qjs_vm.s64(_throw(vm, ctx, "Internal", MSG_INVALID_RESPONSE))
         return
-    vals[0].i64 = qjs_vm.s64(_reply_object(vm, ctx, status, body, headers))
+    vals[0].i64 = qjs_vm.s64(_reply_object(vm, ctx, reply))
 
 
 def _read_envelope(bridge: Bridge, vm: qjs_vm.Vm, ctx: int, argc: int, argv: int) -> bytes | int:
@@ -359,6 +423,44 @@ def _read_envelope(bridge: Bridge, vm: qjs_vm.Vm, ctx: int, argc: int, argv: int
     return raw
 
 
+_PAYLOAD_INVALID = _refusal(envelope_mod.STATUS_INVALID, envelope_mod.TEXT_INVALID)
+_PAYLOAD_TOO_LARGE = _refusal(envelope_mod.STATUS_TOO_LARGE, envelope_mod.TEXT_BODY_TOO_LARGE)
+
+
+def _read_payload(vm: qjs_vm.Vm, ctx: int, argc: int, argv: int) -> _Payload:
+    """The call's second argument, a text or binary body: a string's UTF-8 bytes or a
+    Uint8Array's bytes, None when absent (or undefined), else the refusal to answer with.
+
+    Runs no guest code (no ToString, no getter), and the size is known before the one
+    copy out of guest memory, so an over-cap body is refused without being copied.
+    """
+    if argc < 2:
+        return None
+    (arg,) = struct.unpack("<q", vm.read(argv + 8, 8))
+    tag = qjs_vm.tag_of(arg)
+    if tag == qjs_vm.TAG_UNDEFINED:
+        return None
+    size_out = vm.scratch("to_bytes length")
+    if tag in _STRING_TAGS:
+        ptr = vm.call("JS_ToCStringLen2", ctx, size_out, arg, 0)
+        if ptr == 0:  # out of memory: the exception is dropped, the call refused
+            vm.call("JS_FreeValue", ctx, vm.call("JS_GetException", ctx))
+            return _PAYLOAD_INVALID
+        try:
+            size = vm.u32(size_out)
+            return _PAYLOAD_TOO_LARGE if size > MAX_REQUEST_BODY_BYTES else vm.read(ptr, size)
+        finally:
+            vm.call("JS_FreeCString", ctx, ptr)
+    if tag != qjs_vm.TAG_OBJECT:
+        return _PAYLOAD_INVALID
+    ptr = vm.call("JS_GetUint8Array", ctx, size_out, arg)
+    if ptr == 0:  # not a Uint8Array, or its buffer is detached: a TypeError is pending
+        vm.call("JS_FreeValue", ctx, vm.call("JS_GetException", ctx))
+        return _PAYLOAD_INVALID
+    size = vm.u32(size_out)
+    return _PAYLOAD_TOO_LARGE if size > MAX_REQUEST_BODY_BYTES else vm.read(ptr, size)
+
+
 def _host_start(state: wasi.WasiState, context, vals) -> None:
     """Native `__coderunner_host_start(envelope)`: a promise of `{status, body}`."""
     bridge: Bridge = state.extra  # type: ignore[assignment]
@@ -372,6 +474,7 @@ def _host_start(state: wasi.WasiState, context, vals) -> None:
     if isinstance(raw, int):
         vals[0].i64 = qjs_vm.s64(raw)
         return
+    payload = _read_payload(vm, ctx, argc, argv)
     funcs = vm.scratch("promise functions")  # runs no guest code
     promise = vm.call("JS_NewPromiseCapability", ctx, funcs)
     if qjs_vm.tag_of(promise) != qjs_vm.TAG_EXCEPTION:
@@ -381,22 +484,23 @@ def _host_start(state: wasi.WasiState, context, vals) -> None:
         return
     call_id = bridge.new_id()
     bridge.pending[call_id] = (resolve, reject)
-    bridge.begin(call_id, raw)
+    bridge.begin(call_id, raw, payload)
     vals[0].i64 = qjs_vm.s64(promise)
 
 
-def settle(bridge: Bridge, vm: qjs_vm.Vm, ctx: int, reply: Reply) -> None:
-    """Resolve a started call's promise with the reply object (reject: invalid status).
+def settle(bridge: Bridge, vm: qjs_vm.Vm, ctx: int, settled: tuple[int, HostReply]) -> None:
+    """Resolve a started call's promise with `{status, body, type}` (reject: invalid
+    status).
 
     Only queues the promise's reactions; the guest's code runs when the loop runs jobs.
     """
-    call_id, status, body, headers = reply
+    call_id, reply = settled
     funcs = bridge.pending.pop(call_id, None)
     if funcs is None:
         return
     resolve, reject = funcs
-    if 100 <= status <= 599:
-        target, value = resolve, _reply_object(vm, ctx, status, body, headers)
+    if 100 <= reply.status <= 599:
+        target, value = resolve, _reply_object(vm, ctx, reply)
     else:
         _throw(vm, ctx, "Internal", MSG_INVALID_RESPONSE)
         target, value = reject, vm.call("JS_GetException", ctx)

@@ -15,6 +15,12 @@ re-serialised; its exact span in the envelope is found with a real JSON scanner
 on. The rules mirror Go's `encoding/json` with unknown fields disallowed: keys match
 case-insensitively, the last duplicate wins, nothing but whitespace may follow the
 object, and `NaN`/`Infinity` (which Python would accept) are refused.
+
+A text or binary body does not travel inside the envelope: the host call's second
+argument carries it (a string, an ArrayBuffer or a Uint8Array, read by the bridge), so
+its bytes are copied once instead of escaped into JSON, scanned and decoded. Only a
+structured call without a `body` may have one; it is capped at MAX_REQUEST_BODY_BYTES
+(10 MiB), while the envelope keeps the reference's 1 MiB + 64 KiB.
 """
 
 from __future__ import annotations
@@ -24,13 +30,14 @@ import re
 from dataclasses import dataclass
 from json.decoder import scanstring
 
-from runtime.contract import HostRequest, ObjectValue, ParamValue
-from runtime.messages import MSG_ENVELOPE_INVALID, MSG_ENVELOPE_TOO_LARGE
+from runtime.contract import MAX_REQUEST_BODY_BYTES, HostRequest, ObjectValue, ParamValue
+from runtime.messages import MSG_ENVELOPE_INVALID, MSG_ENVELOPE_TOO_LARGE, MSG_TOO_LARGE
 
 #: 1 MiB + 64 KiB: the largest envelope the host will read.
 MAX_ENVELOPE_BYTES = 1_114_112
 TEXT_TOO_LARGE = MSG_ENVELOPE_TOO_LARGE + "\n"
 TEXT_INVALID = MSG_ENVELOPE_INVALID + "\n"
+TEXT_BODY_TOO_LARGE = MSG_TOO_LARGE + "\n"
 STATUS_TOO_LARGE, STATUS_INVALID = 413, 400
 _KEYS = ("method", "path", "body", "route", "values", "query", "headers", "type")
 _STRUCTURED = ("route", "values", "query", "headers", "type")
@@ -118,10 +125,15 @@ def _scan_object(s: str) -> dict[str, tuple[int, int, object]]:
     return fields
 
 
-def decode(raw: bytes) -> HostRequest | EnvelopeRefusal:
-    """The envelope, or the refusal (status and exact body text) the guest gets instead."""
+def decode(raw: bytes, payload: bytes | None = None) -> HostRequest | EnvelopeRefusal:
+    """The envelope, or the refusal (status and exact body text) the guest gets instead.
+
+    `payload` is the body the host call's second argument carried, if any.
+    """
     if not raw or len(raw) > MAX_ENVELOPE_BYTES:
         return EnvelopeRefusal(STATUS_TOO_LARGE, TEXT_TOO_LARGE)
+    if payload is not None and len(payload) > MAX_REQUEST_BODY_BYTES:
+        return EnvelopeRefusal(STATUS_TOO_LARGE, TEXT_BODY_TOO_LARGE)
     try:
         text = raw.decode("utf-8")
         fields = _scan_object(text)
@@ -138,9 +150,13 @@ def decode(raw: bytes) -> HostRequest | EnvelopeRefusal:
         path = fields.get("path", (0, 0, ""))[2]
         if not isinstance(path, str) or any(k in fields for k in _STRUCTURED):
             return EnvelopeRefusal(STATUS_INVALID, TEXT_INVALID)
+        if payload is not None:  # the reference's raw call carries JSON only
+            return EnvelopeRefusal(STATUS_INVALID, TEXT_INVALID)
         return HostRequest(method, path, body)
+    if payload is not None and body is not None:
+        return EnvelopeRefusal(STATUS_INVALID, TEXT_INVALID)
     try:
-        return _structured(method, fields, body)
+        return _structured(method, fields, body, payload)
     except ValueError:
         return EnvelopeRefusal(STATUS_INVALID, TEXT_INVALID)
 
@@ -175,7 +191,10 @@ def _params(
 
 
 def _structured(
-    method: str, fields: dict[str, tuple[int, int, object]], body: bytes | None
+    method: str,
+    fields: dict[str, tuple[int, int, object]],
+    body: bytes | None,
+    payload: bytes | None = None,
 ) -> HostRequest:
     if "path" in fields:
         raise ValueError("route and path together")
@@ -197,4 +216,5 @@ def _structured(
         query=_params(fields, "query"),
         headers=_params(fields, "headers"),
         media_type=media_type,
+        payload=payload,
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import json
 
+from runtime.contract import MAX_REQUEST_BODY_BYTES
 from specgen.routes import Route
 
 #: QuickJS-NG has only console.log; the other methods alias to it, so all console output
@@ -57,7 +58,11 @@ def render_client(global_name: str, allow: tuple[Route, ...]) -> str:
     return (
         environment()
         .get_template("client.js.j2")
-        .render(global_name_json=_js_json(global_name), allow_json=_js_json(allow_list))
+        .render(
+            global_name_json=_js_json(global_name),
+            allow_json=_js_json(allow_list),
+            max_body_bytes=MAX_REQUEST_BODY_BYTES,
+        )
     )
 
 

@@ -10,7 +10,8 @@ OpenAPI schema check ("valid"):
 - operations carried with every declared parameter: the operation is generated, and
   every parameter it declares is one its grant entry can name (reference: it declares
   no query, header or cookie parameter, since the reference carries paths only;
-  default: no parameter was dropped, i.e. no cookie or broker-owned header);
+  default: no parameter was dropped, i.e. no cookie or broker-owned header, and no
+  request body media type was left out);
 - operations carried at all, and documents refused whole;
 - tracebacks (any exception but a refusal), over every document, valid or not;
 - preambles that do not parse (node, as a classic script, like `node --check`).
@@ -21,6 +22,7 @@ Numbers, not asserts: it is a measurement, and the corpus is a cached download.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -50,6 +52,8 @@ class Tally:
     tracebacks: list[str] = field(default_factory=list)
     preambles: list[Path] = field(default_factory=list)
     reasons: Counter[str] = field(default_factory=Counter)
+    #: Why operations are not carried whole (default build): skips and losses by kind.
+    lost: Counter[str] = field(default_factory=Counter)
 
 
 def _operation_count(doc: dict[str, Any]) -> int:
@@ -102,13 +106,31 @@ def measure(names: list[str], corpus: Path, out: Path) -> dict[str, Tally]:
             tally.documents += 1
             tally.operations += len(gen.operations) + len(gen.skipped)
             tally.carried += len(gen.operations)
+            if mode == "default":
+                for skip in gen.skipped:
+                    tally.lost["skipped: " + _skip_kind(skip.reason)] += 1
             for op in gen.operations:
                 if mode == "reference":
                     # the reference carries no query, header or cookie parameter
                     tally.full += not _declares_non_path(source, op)
                 else:
-                    tally.full += not op.dropped
+                    tally.full += not op.dropped and not op.lost_bodies
+                    tally.lost[_lost_reason(op)] += 1
     return tallies
+
+
+def _lost_reason(op: Any) -> str:
+    """What an operation loses, by kind ("" when nothing)."""
+    if op.dropped:
+        return "a parameter dropped: " + op.dropped[0].split(" ", 1)[0]
+    if op.lost_bodies:
+        return "a request body media type left out"
+    return ""
+
+
+def _skip_kind(reason: str) -> str:
+    """A skip reason without the path or segment it names, so like ones count together."""
+    return re.sub(r'"[^"]*"', '"..."', reason)[:90]
 
 
 def _declares_non_path(source: Any, op: Any) -> bool:
@@ -173,6 +195,9 @@ def main() -> int:
             )
             for reason, n in t.reasons.most_common(8):
                 print(f"           refused {n}x: {reason}")
+            for reason, n in sorted(t.lost.items(), key=lambda kv: -kv[1]):
+                if reason:
+                    print(f"           not whole {n}x: {reason}")
             for line in t.tracebacks[:5]:
                 print(f"           traceback: {line}")
     return 0

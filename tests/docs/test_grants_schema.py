@@ -156,9 +156,29 @@ CASES: list[tuple[str, str, Any, bool]] = [
         False,
     ),
     (
-        "object entry with an unknown body type",
+        "object entry with an XML and an octet-stream body",
         "p",
-        _with(allow=[{"route": "POST /v1", "body": ["application/xml"]}]),
+        _with(
+            allow=[{"route": "POST /v1", "body": ["application/xml", "application/octet-stream"]}]
+        ),
+        True,
+    ),
+    (
+        "object entry with a wildcard body type",
+        "p",
+        _with(allow=[{"route": "POST /v1", "body": ["image/*"]}]),
+        False,
+    ),
+    (
+        "object entry with a body type holding a parameter",
+        "p",
+        _with(allow=[{"route": "POST /v1", "body": ["text/xml; charset=utf-8"]}]),
+        False,
+    ),
+    (
+        "object entry with an upper-case body type",
+        "p",
+        _with(allow=[{"route": "POST /v1", "body": ["Text/XML"]}]),
         False,
     ),
     ("route without a path", "p", _with(allow=["GET"]), False),

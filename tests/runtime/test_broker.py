@@ -225,7 +225,7 @@ def test_request_body_limit(api: respx.MockRouter) -> None:
     b = Broker(profile())
     assert b(HostRequest("POST", "/v1/items/x/run", b"1" * MAX_REQUEST_BODY)).status == 200
     reply = b(HostRequest("POST", "/v1/items/x/run", b"1" * (MAX_REQUEST_BODY + 1)))
-    assert (reply.status, reply.body) == (413, b"host api request body too large\n")
+    assert (reply.status, reply.body) == (413, b"host api request body too large (over 10 MiB)\n")
     assert route.call_count == 1
     assert b(HostRequest("POST", "/v1/items/x/run", b"{}")).status == 200
     assert b.close().denied == 1
@@ -320,7 +320,7 @@ class _Iter(httpx.SyncByteStream):
 @pytest.mark.parametrize(
     ("header", "expected"),
     [
-        (None, "application/octet-stream"),
+        (None, ""),
         ("application/json; charset=utf-8", "application/json; charset=utf-8"),
         ("text/html\x01", "application/octet-stream"),
         ("text/caf\xe9", "application/octet-stream"),

@@ -52,10 +52,13 @@ def test_objects_made_around_a_host_call_keep_their_own_fields(how, program, exp
     assert r.stdout.strip() == expected
 
 
-def test_the_reply_itself_has_exactly_status_and_body():
-    code = f"const r = {CALL}; console.log(JSON.stringify(Object.getOwnPropertyNames(r)))"
+def test_the_reply_itself_has_exactly_status_and_body_and_a_hidden_type():
+    code = (
+        f"const r = {CALL}; console.log(JSON.stringify(Object.getOwnPropertyNames(r)), "
+        "JSON.stringify(Object.keys(r)))"
+    )
     r = run(code, handler=_reply)
-    assert r.stdout.strip() == '["status","body"]'
+    assert r.stdout.strip() == '["status","body","type"] ["status","body"]'
 
 
 def test_a_prototype_setter_neither_sees_nor_hides_the_reply_fields():

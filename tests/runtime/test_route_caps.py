@@ -10,6 +10,7 @@ import pytest
 
 from runtime import Broker, GrantsError, HostRequest, Profile
 from runtime import load_grants as load
+from runtime.broker import MAX_REQUEST_BODY
 from tests.runtime.loopback import FakeAPI
 
 CAPPED = (429, b"host api call budget for this route is exhausted\n")
@@ -118,6 +119,6 @@ def test_an_oversize_body_still_spends_a_capped_call(tmp_path: Path, api: FakeAP
     """The reference charges the cap before reading the body (section 3.2 order)."""
     p = loaded(tmp_path, {"POST /v1/remember": 1}, ["POST /v1/remember"], api.url)
     with Broker(p) as b:
-        assert b(HostRequest("POST", "/v1/remember", b"x" * ((1 << 20) + 1))).status == 413
+        assert b(HostRequest("POST", "/v1/remember", b"x" * (MAX_REQUEST_BODY + 1))).status == 413
         assert b(HostRequest("POST", "/v1/remember", b"{}")).status == 429
     assert api.requests == []
