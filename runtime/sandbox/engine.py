@@ -318,7 +318,7 @@ class QjsEngine:
             else:
                 self.exports[exp.name] = ExportInfo(i, (), ())
         #: The guest memory the module needs before any JS runs (its declared minimum,
-        #: relocated stack included); a limit below it cannot even instantiate.
+        #: the 1 MiB stack included); a limit below it cannot even instantiate.
         self.memory_min_bytes = _memory_min_bytes(self.module)
         linker = wasmtime.Linker(self.engine)
         wasi.define_imports(linker)

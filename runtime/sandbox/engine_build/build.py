@@ -43,9 +43,9 @@ DEFAULT_OUT = HERE.parent / "_engine" / "qjs-ng.wasm"
 ENGINE_SOURCES = ("quickjs.c", "libregexp.c", "libunicode.c", "dtoa.c")
 #: Shadow stack at the bottom of linear memory (zig's wasm linker puts it first), so an
 #: overflow leaves memory instead of running into the heap and data. The allocator is
-#: the one zig's wasi-libc links (emmalloc), which grows memory by what is asked for;
-#: zig 0.16 and later link an allocator that rounds large blocks up to a power of two,
-#: so a 128 MiB ArrayBuffer would no longer fit a 256 MiB run.
+#: the one zig 0.15's wasi-libc links (emmalloc), which grows memory by what is asked
+#: for; zig 0.17 links its own wasm allocator, which rounds large blocks up to a power
+#: of two, so a 128 MiB ArrayBuffer would no longer fit a 256 MiB run.
 STACK_BYTES = 1 << 20
 
 #: Compiler flags; part of the output cache key. -O2 as upstream's release build; the
