@@ -41,5 +41,7 @@ class EngineBuildHook(BuildHookInterface):
             build.build(out)
         except build.BuildError as exc:
             raise SystemExit(f"engine build: {exc}") from None
+        except OSError as exc:
+            raise SystemExit(f"engine build: {exc.strerror or exc}: {exc.filename!r}") from None
         if version != "editable":
             build_data["force_include"][str(out)] = ENGINE_IN_PACKAGE
