@@ -36,8 +36,8 @@ from specgen.files import read_trusted, write_atomic
 #: The engine's pins (sources, toolchain, the built module's hash): one file, read by
 #: the build (engine_build/build.py) and by this loader.
 _PINS = json.loads((Path(__file__).with_name("engine_build") / "pins.json").read_text("utf-8"))
-ENGINE_NAME = "QuickJS-NG"
-#: The `quickjs-ng` sdist the engine is built from (its first three parts are QuickJS-NG's).
+#: The version of the `quickjs-ng` sdist the engine is built from (its first three parts
+#: are QuickJS-NG's own version: 0.17.0.2 carries QuickJS-NG 0.17.0).
 ENGINE_VERSION: str = _PINS["quickjs_ng"]["version"]
 #: SHA-256 of the module engine_build/build.py produces from the pinned sources.
 WASM_SHA256: str = _PINS["engine_sha256"]
@@ -105,7 +105,7 @@ def verify_wasm(data: bytes) -> bytes:
     digest = hashlib.sha256(data).hexdigest()
     if digest != WASM_SHA256:
         raise EngineError(
-            f"engine refused: wasm module sha256 {digest} is not the pinned {ENGINE_NAME} {ENGINE_VERSION} build ({WASM_SHA256})"
+            f"engine refused: wasm module sha256 {digest} is not the pinned build of the quickjs-ng {ENGINE_VERSION} sdist ({WASM_SHA256})"
         )
     return data
 

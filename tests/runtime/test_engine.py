@@ -19,7 +19,7 @@ def test_only_the_pinned_wasm_is_accepted():
     assert engine.verify_wasm(data) is data
     with pytest.raises(
         EngineError,
-        match=r"^engine refused: wasm module sha256 [0-9a-f]{64} is not the pinned QuickJS-NG 0.17.0.2 build",
+        match=r"^engine refused: wasm module sha256 [0-9a-f]{64} is not the pinned build of the quickjs-ng 0.17.0.2 sdist",
     ):
         engine.verify_wasm(data[:-1] + bytes([data[-1] ^ 1]))
 
