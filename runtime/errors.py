@@ -12,7 +12,7 @@ caller catching that still catches it.
     ├── GrantsError (ValueError)  the grants file, a profile, a selection, --base-url
     ├── TraceIdError (ValueError) a caller's trace_id the audit line will not carry
     └── EngineError (RuntimeError) the WebAssembly engine cannot be trusted or set up
-        ├── PatchError (ValueError) the pinned module cannot be patched as expected
+        ├── PatchError (ValueError) the engine module lacks the layout the sandbox needs
         └── VmError                 the engine misbehaved in a way no guest can cause
 
 Not refusals, on purpose: what a guest does (an exception, a timeout, a trap, exit(n))
@@ -82,7 +82,7 @@ class EngineError(Refusal, RuntimeError):
 
 
 class PatchError(EngineError, ValueError):
-    """The module does not have the layout the patches were written for."""
+    """The engine module does not have the layout the sandbox relies on (wasm_layout.py)."""
 
 
 class VmError(EngineError):

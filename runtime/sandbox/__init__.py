@@ -5,7 +5,7 @@ nothing about grants, keys or HTTP: this package never imports `runtime.broker` 
 draws the import graph to keep it so). Modules: `runner` (a run and its limits), `bridge`
 (the host call), `envelope` (decoding the guest's request), `guest` (the source a run
 evaluates), `vm` (one QuickJS instance), `engine` (the process's wasmtime engine),
-`wasm_patch`, `wasi`, `thread_stack`.
+`wasm_layout`, `wasi`, `thread_stack`.
 """
 
 from runtime.sandbox.bridge import host_call_deadline

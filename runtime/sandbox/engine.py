@@ -1,12 +1,14 @@
 """The one wasmtime engine, the compiled QuickJS module and the epoch ticker of a process.
 
-Why a process-wide singleton: compiling the 1.5 MB module with Cranelift takes about
+Why a process-wide singleton: compiling the 1 MB module with Cranelift takes about
 1.2 s, so it happens once per process at most, and once per machine when the on-disk
 cache is warm (deserialising takes milliseconds). Every run then gets a fresh Store
 instantiated from the same `InstancePre`, which is what makes per-run isolation cheap.
 
-Trust: the module bytes are pinned by SHA-256. A different build could export a
-different C API or lay out `JSRuntime` differently, and the sandbox pokes at both, so
+Trust: the module is built at install from pinned registry sources
+(runtime/sandbox/engine_build/, docs/engine.md) and its bytes are pinned by SHA-256. A
+different build could export a different C API or lay out memory differently, and the
+sandbox pokes at both, so
 anything else is refused with a one-line `EngineError` instead of being half-trusted.
 The serialized artefact in the cache is native code wasmtime will map and execute, so
 it is written atomically and sealed with an HMAC-SHA256 under the per-user cache secret
@@ -29,17 +31,23 @@ import wasmtime
 from wasmtime import _ffi as ffi
 
 from runtime.errors import EngineError
-from runtime.sandbox import wasi, wasm_patch
+from runtime.sandbox import wasi, wasm_layout
 from specgen.cache_dir import cache_dir, seal, unseal
 from specgen.files import read_trusted, write_atomic
 
-WASM_DISTRIBUTION = "qjs-wasi-reactor.wasm"
-WASM_VERSION = "0.15.0.1"
-#: SHA-256 of qjs-wasi-reactor.wasm as shipped in the 0.15.0.1 wheel (QuickJS-NG 0.15.0).
-WASM_SHA256 = "95ca2838c79538e66ff7bbbf8585d11115f8a98794fffff701cb1f41bd5fdb0a"
+#: The engine's pins (sources, toolchain, the built module's hash): one file, read by
+#: the build (engine_build/build.py) and by this loader.
+_PINS = json.loads((Path(__file__).with_name("engine_build") / "pins.json").read_text("utf-8"))
+#: The version of the `quickjs-ng` sdist the engine is built from (its first three parts
+#: are QuickJS-NG's own version: 0.17.0.2 carries QuickJS-NG 0.17.0).
+ENGINE_VERSION: str = _PINS["quickjs_ng"]["version"]
+#: SHA-256 of the module engine_build/build.py produces from the pinned sources.
+WASM_SHA256: str = _PINS["engine_sha256"]
+#: Where the build puts the module inside the package (never committed: built at install).
+WASM_FILE = Path(__file__).with_name("_engine") / "qjs-ng.wasm"
 
-#: The smallest memory limit a run accepts: the module's declared minimum (19 wasm
-#: pages, relocated stack included) rounded up to whole MiB. The engine refuses to load
+#: The smallest memory limit a run accepts: the module's declared minimum (18 wasm
+#: pages, the 1 MiB stack included) rounded up to whole MiB. The engine refuses to load
 #: a module needing more, so a limit at or above this always instantiates; below it is
 #: refused up front (`specgen run --memory-mb`, the session), never a wasm error.
 MIN_MEMORY_MB = 2
@@ -51,7 +59,8 @@ MAX_WASM_STACK = 2 << 20
 #: Shadow-stack bytes QuickJS may use before throwing RangeError (about 0.3 x the native
 #: stack: one JS call level costs ~400 B of shadow stack and ~900 B of native stack).
 JS_STACK_ALLOWANCE = 640 << 10
-STACK_BYTES = wasm_patch.DEFAULT_STACK_BYTES
+#: The shadow stack the build links in at the bottom of memory (engine_build/build.py).
+STACK_BYTES = 1 << 20
 #: Epoch period: the timeout granularity and the ticker's wake-up rate while runs exist.
 EPOCH_TICK_S = 0.005
 
@@ -67,7 +76,7 @@ POOL_SLOTS = 64
 POOL_MAX_MEMORY_BYTES = 4 << 30  # wasm32's whole space; each run's limit is the Store's
 MEMORY_RESERVATION_BYTES = 4 << 30
 POOL_KEEP_RESIDENT_BYTES = 4 << 20
-POOL_TABLE_ELEMENTS = 4096  # the module's table has 580; the sandbox adds 3 per run
+POOL_TABLE_ELEMENTS = 4096  # the module's table has 548; the sandbox adds 3 per run
 
 
 def engine_settings() -> dict[str, object]:
@@ -78,27 +87,17 @@ def engine_settings() -> dict[str, object]:
         "memory_reservation": MEMORY_RESERVATION_BYTES,
         "memory_may_move": False,
         "stack_bytes": STACK_BYTES,
-        "patches": ["export_growable_table", "relocate_stack"],
         "wasmtime": importlib.metadata.version("wasmtime"),
     }
 
 
 def wasm_path() -> Path:
-    """The module file inside the installed distribution (never a hard-coded path)."""
-    try:
-        dist = importlib.metadata.distribution(WASM_DISTRIBUTION)
-    except importlib.metadata.PackageNotFoundError:
+    """The built module inside the installed package (never a path outside it)."""
+    if not WASM_FILE.is_file():
         raise EngineError(
-            f"engine refused: the package {WASM_DISTRIBUTION} is not installed"
-        ) from None
-    if dist.version != WASM_VERSION:
-        raise EngineError(
-            f"engine refused: {WASM_DISTRIBUTION} {dist.version} is installed; only {WASM_VERSION} exports the C API the sandbox drives"
+            f"engine refused: {WASM_FILE} is not built (run `make engine`, or reinstall the package)"
         )
-    for file in dist.files or ():
-        if str(file).endswith(".wasm"):
-            return Path(str(dist.locate_file(file)))
-    raise EngineError(f"engine refused: {WASM_DISTRIBUTION} has no .wasm file")
+    return WASM_FILE
 
 
 def verify_wasm(data: bytes) -> bytes:
@@ -106,7 +105,7 @@ def verify_wasm(data: bytes) -> bytes:
     digest = hashlib.sha256(data).hexdigest()
     if digest != WASM_SHA256:
         raise EngineError(
-            f"engine refused: wasm module sha256 {digest} is not the pinned {WASM_DISTRIBUTION} {WASM_VERSION} build ({WASM_SHA256})"
+            f"engine refused: wasm module sha256 {digest} is not the pinned build of the quickjs-ng {ENGINE_VERSION} sdist ({WASM_SHA256})"
         )
     return data
 
@@ -190,7 +189,7 @@ def cache_key() -> str:
 
 
 def cache_path() -> Path:
-    return cache_dir() / f"qjs-{WASM_VERSION}-{cache_key()}.cwasm"
+    return cache_dir() / f"qjs-ng-{ENGINE_VERSION}-{cache_key()}.cwasm"
 
 
 def _read_cached(engine: wasmtime.Engine, path: Path) -> wasmtime.Module | None:
@@ -228,27 +227,21 @@ def _write_cached(module: wasmtime.Module, path: Path) -> None:
 def load_module(
     engine: wasmtime.Engine, *, use_cache: bool = True
 ) -> tuple[wasmtime.Module, str, int]:
-    """(module, how, stack_top): how is "cache" or "compiled"; stack_top is the relocated
+    """(module, how, stack_top): how is "cache" or "compiled"; stack_top is the initial
     `__stack_pointer`, which the sandbox needs to find QuickJS's stack fields."""
     # The pinned wasm is verified even on a cache hit: the installed file must still be
-    # the one the cache key names. Patching (a few ms) is only needed to compile.
+    # the one the cache key names. Its layout is checked the same way (a few ms).
     original = load_original_wasm()
-    stack_top = (
-        wasm_patch.read_memory_min_pages(wasm_patch.split_sections(original)) * wasm_patch.WASM_PAGE
-        + STACK_BYTES
-    )
+    stack_top = wasm_layout.check_layout(original, STACK_BYTES).stack_top
     path = cache_path()
     if use_cache:
         module = _read_cached(engine, path)
         if module is not None:
             return module, "cache", stack_top
-    wasm = wasm_patch.patch(original, STACK_BYTES)
-    if wasm_patch.read_stack_pointer(wasm_patch.split_sections(wasm)) != stack_top:
-        raise EngineError("engine refused: the relocated stack is not where the sandbox expects it")
     try:
-        module = wasmtime.Module(engine, wasm)
+        module = wasmtime.Module(engine, original)
     except wasmtime.WasmtimeError as exc:
-        raise EngineError(f"engine refused: the patched module does not compile: {exc}") from None
+        raise EngineError(f"engine refused: the module does not compile: {exc}") from None
     if use_cache:
         _write_cached(module, path)
     return module, "compiled", stack_top
@@ -327,7 +320,7 @@ class QjsEngine:
             else:
                 self.exports[exp.name] = ExportInfo(i, (), ())
         #: The guest memory the module needs before any JS runs (its declared minimum,
-        #: relocated stack included); a limit below it cannot even instantiate.
+        #: the 1 MiB stack included); a limit below it cannot even instantiate.
         self.memory_min_bytes = _memory_min_bytes(self.module)
         linker = wasmtime.Linker(self.engine)
         wasi.define_imports(linker)

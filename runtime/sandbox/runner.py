@@ -22,8 +22,8 @@ interruption (the ticker advances the epoch even while the guest is blocked in a
 call, and the handler can read the run's deadline through `host_call_deadline()`),
 linear memory by the Store limiter, output by the capped WASI writer, the number of
 host calls by a counter (a started call counts when it starts, in flight or not), and
-recursion depth by QuickJS's own stack check, re-enabled on a relocated stack (see
-runtime/sandbox/wasm_patch.py) so it ends in a catchable RangeError.
+recursion depth by QuickJS's own stack check, set on a stack at the bottom of memory (see
+runtime/sandbox/wasm_layout.py) so it ends in a catchable RangeError.
 
 `max_host_calls` counts envelopes that reach the handler; refusals decided here (413,
 400, 503) do not spend it, and a call beyond it answers 429 without reaching the

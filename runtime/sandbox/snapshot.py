@@ -75,6 +75,7 @@ MAX_IMAGES = 64
 #: The build instance's memory cap (the default run limit).
 _BUILD_MEMORY_BYTES = 256 << 20
 WASM_PAGE = 65536
+_U64 = (1 << 64) - 1
 
 #: The clock an image is built with: values no real state would hold by chance.
 _IMAGE_REAL_NS = 1_234_567_890_123_456_000
@@ -95,13 +96,19 @@ _FLUSH_UNSET = b"delete globalThis.__plimsoll_flush;"
 
 
 def _origin_ms(mono_ns: int) -> float:
-    """QuickJS-NG's `js__now_ms()`: the monotonic clock in ms at microsecond grain."""
-    return (mono_ns // 1000) / 1e3
+    """QuickJS-NG's `js__now_ms()`: the monotonic clock in ms (nanoseconds / 1e6)."""
+    return mono_ns / 1e6
 
 
 def _seed(real_ns: int) -> int:
-    """QuickJS-NG's `js_random_init`: wall-clock microseconds, never zero."""
-    return (real_ns // 1000) & ((1 << 64) - 1) or 1
+    """The PRNG state a fresh JSContext holds: QuickJS-NG seeds it with wall-clock
+    microseconds (never zero) and then advances it one xorshift64* step to draw the
+    hash seed."""
+    x = (real_ns // 1000) & _U64 or 1
+    x ^= x >> 12
+    x ^= (x << 25) & _U64
+    x ^= x >> 27
+    return x
 
 
 class _ImageClock(wasi.WasiState):

@@ -45,7 +45,7 @@ SCRATCH = {
 
 #: JSRuntime field offsets are found at run time (see `install_stack_limit`), but only in
 #: this window, so a different layout fails closed instead of poking a random word.
-_RT_SCAN_BYTES = 512
+_RT_SCAN_BYTES = 1024
 _RT_TOP_WINDOW = 16 << 10
 
 
@@ -157,7 +157,7 @@ class Vm:
             raise wasmtime.Trap._from_ptr(trap)
         self.instance = instance
         state.attach_memory(self._extern("memory").of.memory, self.context)
-        self.table = self._extern(engine_mod.wasm_patch.TABLE_EXPORT).of.table
+        self.table = self._extern(engine_mod.wasm_layout.TABLE_EXPORT).of.table
 
     def close(self) -> None:
         wasi.unregister(self.context)
@@ -169,8 +169,9 @@ class Vm:
         """One export of this instance, looked up by name.
 
         By name, not by index: wasmtime's `export_nth` walks the instance's exports up
-        to the index (291 of them), which cost up to 8 us per lookup and ~20 lookups per
-        run; `export_get` is a hash lookup (~1.4 us).
+        to the index, which cost up to 8 us per lookup and ~20 lookups per run with the
+        291 exports of the earlier prebuilt engine; `export_get` is a hash lookup
+        (~1.4 us) whatever the count (42 now).
         """
         raw = _export_name(name)
         item = ffi.wasmtime_extern_t()
@@ -332,26 +333,27 @@ class Vm:
         return data
 
     def install_stack_limit(self, rt: int, allowance: int) -> None:
-        """Turn QuickJS's stack check back on (the WASI build leaves it off).
+        """Set QuickJS's stack check to `allowance` bytes below the stack's top, and prove
+        it took.
 
-        In QuickJS-NG 0.15 JSRuntime holds three adjacent words `stack_size`,
-        `stack_top`, `stack_limit`; under __wasi__ size and limit are 0 ("no limit") and
-        top is the shadow stack pointer when the runtime was created, which lies inside
-        the relocated stack. The triple (0, top, 0) is found by value and set to
-        (allowance, top, top - allowance). Anything but exactly one match fails closed:
-        no run without a stack check.
+        JS_SetMaxStackSize stores `stack_size` and derives `stack_limit` from the
+        `stack_top` JS_NewRuntime recorded (the shadow stack pointer then, a few frames
+        below the top of the stack at the bottom of memory). JSRuntime is opaque, so the
+        three adjacent words (allowance, top, top - allowance) are then looked for by
+        value in its first bytes: anything but exactly one match fails closed (no run
+        without a stack check), whatever a future layout does.
         """
+        self.call("JS_SetMaxStackSize", rt, allowance)
         raw = self.read(rt, _RT_SCAN_BYTES)
         words = struct.unpack(f"<{_RT_SCAN_BYTES // 4}I", raw)
         stack_hi = self.eng.stack_top
-        # JS_NewRuntime runs a few frames below the top of the fresh stack.
         stack_lo = stack_hi - _RT_TOP_WINDOW
         hits = [
             i
             for i in range(len(words) - 2)
-            if words[i] == 0 and words[i + 2] == 0 and stack_lo < words[i + 1] <= stack_hi
+            if words[i] == allowance
+            and stack_lo < words[i + 1] <= stack_hi
+            and words[i + 2] == words[i + 1] - allowance
         ]
         if len(hits) != 1:
             raise VmError("JSRuntime stack fields not found: refusing to run without a stack check")
-        i, top = hits[0], words[hits[0] + 1]
-        self.write(rt + 4 * i, struct.pack("<III", allowance, top, top - allowance))

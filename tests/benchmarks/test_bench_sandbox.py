@@ -164,14 +164,30 @@ for (let i = 0; i < {n}; i++) f(env);
             assert r.exit_code == 0, r.stderr
         return best
 
+    def native(use_host: bool, clock) -> float:
+        """The same loop in native QuickJS (PyPI `quickjs`), the host a Python callable
+        answering the same reply: what a call out of the engine costs without wasm."""
+        import quickjs
+
+        best = float("inf")
+        for _ in range(5):
+            ctx = quickjs.Context()
+            ctx.add_callable("__coderunner_host_call", lambda env: '{"status":200,"body":"{}"}')
+            t0 = clock()
+            ctx.eval(("globalThis.USE_HOST = true;" if use_host else "") + loop)
+            best = min(best, clock() - t0)
+        return best
+
     # Wall time, and this thread's CPU time, which other processes on a loaded box
     # disturb far less (the whole loop runs on this thread).
     print(f"\nhost call round trip (loop of {n}, best of 5, plain-JS loop subtracted)")
     for label, clock in (("wall", time.perf_counter), ("thread CPU", time.thread_time)):
         host, plain = timed("globalThis.USE_HOST = true;", clock), timed("", clock)
         per_call = (host - plain) / n
+        base = (native(True, clock) - native(False, clock)) / n
         print(
             f"  {label:10}: {per_call * 1e6:5.1f} us   target <= 30 us (issue 10; issue 3: < 100 us)"
+            f"   native QuickJS {base * 1e6:5.1f} us, ratio {per_call / base:.1f}x"
         )
 
 

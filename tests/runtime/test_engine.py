@@ -19,7 +19,7 @@ def test_only_the_pinned_wasm_is_accepted():
     assert engine.verify_wasm(data) is data
     with pytest.raises(
         EngineError,
-        match=r"^engine refused: wasm module sha256 [0-9a-f]{64} is not the pinned qjs-wasi-reactor.wasm 0.15.0.1 build",
+        match=r"^engine refused: wasm module sha256 [0-9a-f]{64} is not the pinned build of the quickjs-ng 0.17.0.2 sdist",
     ):
         engine.verify_wasm(data[:-1] + bytes([data[-1] ^ 1]))
 
@@ -41,7 +41,7 @@ def test_cache_entry_is_used_and_bad_entries_are_recompiled(tmp_path, monkeypatc
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
     eng = engine.make_engine()
     _, how, top = engine.load_module(eng)
-    assert how == "compiled" and top == 19 * 65536
+    assert how == "compiled" and top == engine.STACK_BYTES == 1 << 20
     path = engine.cache_path()
     names = sorted(p.name for p in path.parent.iterdir())
     assert path.is_file() and names == sorted([path.name, SECRET_NAME])  # no temp left

@@ -8,10 +8,14 @@ below prints what node prints for it; the differential suite holds many more to 
 
 from __future__ import annotations
 
+import struct
+
 import pytest
 
 from runtime import GuestGrant, HostReply, HostRequest
 from runtime import run_sandbox as run
+from runtime.sandbox import bridge
+from runtime.sandbox import vm as qjs_vm
 from specgen.routes import parse_route_line
 
 CALL = '__coderunner_host_call(JSON.stringify({method: "GET", path: "/v1/items/1"}))'
@@ -69,3 +73,29 @@ def test_a_prototype_setter_neither_sees_nor_hides_the_reply_fields():
     )
     r = run(code, handler=_reply)
     assert r.stdout.strip() == "0 200 string"
+
+
+def _reply_from_str(vm: qjs_vm.Vm, ctx: int, status: int, body: bytes) -> int:
+    """The reply built in one JS_NewObjectFromStr call, the way that corrupted 0.15."""
+    text = vm.new_string(ctx, body)
+    names = vm.constant(b"status\0body")
+    props = vm.alloc(struct.pack("<II", names, names + 7), nul=False)
+    values = vm.alloc(struct.pack("<qq", qjs_vm.js_int(status), text), nul=False)
+    try:
+        return vm.call("JS_NewObjectFromStr", ctx, 2, props, values)
+    finally:
+        vm.free(values)
+        vm.free(props)
+
+
+@pytest.mark.parametrize(("program", "expected"), PROGRAMS)
+def test_the_engine_itself_keeps_shapes_apart_even_with_js_new_object_from_str(
+    monkeypatch, program, expected
+):
+    # The engine is QuickJS-NG 0.17, which has the upstream fix: even the one-call
+    # constructor that corrupted 0.15 leaves the guest's other objects as they were.
+    monkeypatch.setattr(bridge, "_reply_object", _reply_from_str)
+    grant = GuestGrant(allow=(parse_route_line("GET /v1/items/*"),))
+    r = run(program.replace("{call}", CALL), grant=grant, handler=_reply)
+    assert (r.exit_code, r.stderr) == (0, "")
+    assert r.stdout.strip() == expected

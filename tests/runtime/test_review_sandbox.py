@@ -75,7 +75,7 @@ def _pool_exhausted() -> Iterator[engine.QjsEngine]:
 
 def _initial_table_size(eng: engine.QjsEngine) -> int:
     for exp in eng.module.exports:
-        if exp.name == engine.wasm_patch.TABLE_EXPORT:
+        if exp.name == engine.wasm_layout.TABLE_EXPORT:
             return exp.type.limits.min
     raise AssertionError("the module exports no table")
 

@@ -1,26 +1,16 @@
-"""Load-time binary patches of the QuickJS-NG reactor module (qjs-wasi-reactor.wasm 0.15.0.1).
+"""Reads the layout of the engine module and checks it is the one the sandbox relies on.
 
-Why patch at all: the module as shipped cannot host a native function written in Python
-(its one function table is neither exported nor growable) and its 64 KiB shadow stack
-grows down into `.data`/`.bss`, so deep JavaScript recursion silently overwrites
-globals instead of raising a RangeError. Both are fixed by rewriting four small
-sections of the binary before it is compiled; nothing else in the module changes.
+The build (runtime/sandbox/engine_build/) links the module so that the host can add
+native functions and so that deep recursion cannot overwrite memory: the function table
+is exported as `__indirect_function_table` with no maximum (the host `table.grow`s a
+slot whose index is then a C function pointer the guest can call: JS_NewCFunction2, the
+rejection tracker), and the shadow stack sits at the bottom of linear memory, below the
+data and the heap, with the stack pointer (global 0) starting at its top, so a stack
+that overflows runs off the start of memory (a trap) instead of into the heap.
 
-1. `export_growable_table`: the table section declares `table 580 580 funcref`. The
-   maximum is dropped (limits flag 0x01 -> 0x00) and the export section gains
-   `__indirect_function_table` -> table 0, so the host can `table.grow` a slot whose index
-   is then a C function pointer the guest can call (JS_NewCFunction2, the rejection
-   tracker).
-2. `relocate_stack`: the initial memory grows by `stack_bytes` (memory minimum 3 -> 19
-   pages for 1 MiB) and the stack pointer (global 0) moves from the top of the old image
-   to the top of the new region. The stack now grows down through fresh pages of its
-   own. dlmalloc's first region is `[__heap_base, __heap_end)`, link-time constants below
-   the old top, and later `sbrk` calls grow above the new top, so the heap never lands in
-   the stack region (tests/runtime/test_wasm_patch.py checks this on a live instance).
-
-The patcher is a minimal section rewriter: it re-encodes only the sections it changes and
-copies every other byte through verbatim. Any deviation from the expected input layout
-raises PatchError, so a different build can never be patched into something subtly wrong.
+`check_layout` refuses any module that differs, so a different build can never be
+half-trusted. The reader is a minimal section parser over the bytes; it needs no
+wasm tooling at run time.
 """
 
 from __future__ import annotations
@@ -31,7 +21,6 @@ from runtime.errors import PatchError
 
 WASM_PAGE = 65536
 TABLE_EXPORT = "__indirect_function_table"
-DEFAULT_STACK_BYTES = 1 << 20
 
 _MAGIC = b"\x00asm\x01\x00\x00\x00"
 _SEC_TABLE, _SEC_MEMORY, _SEC_GLOBAL, _SEC_EXPORT = 4, 5, 6, 7
@@ -48,17 +37,6 @@ def _uleb(value: int) -> bytes:
             out.append(byte | 0x80)
         else:
             out.append(byte)
-            return bytes(out)
-
-
-def _sleb(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        done = (value == 0 and not byte & 0x40) or (value == -1 and byte & 0x40)
-        out.append(byte if done else byte | 0x80)
-        if done:
             return bytes(out)
 
 
@@ -200,55 +178,30 @@ def read_stack_pointer(sections: list[Section]) -> int:
     return globs[0][3] & 0xFFFFFFFF
 
 
-def export_growable_table(sections: list[Section]) -> list[Section]:
-    """Drop the table maximum and export table 0 as `__indirect_function_table`."""
-    limits = read_table(sections)
-    exports = read_exports(sections)
-    if any(name == TABLE_EXPORT for name, _, _ in exports):
-        raise PatchError("table already exported; module is not the expected build")
-    if limits.maximum is None:
-        raise PatchError("table is already growable; module is not the expected build")
-    out = []
-    for sec in sections:
-        if sec.id == _SEC_TABLE:
-            sec = Section(_SEC_TABLE, bytes([1, _FUNCREF, 0x00]) + _uleb(limits.minimum))
-        elif sec.id == _SEC_EXPORT:
-            count, pos = _read_uleb(sec.payload, 0)
-            name = TABLE_EXPORT.encode()
-            entry = _uleb(len(name)) + name + bytes([_EXPORT_TABLE]) + _uleb(0)
-            sec = Section(_SEC_EXPORT, _uleb(count + 1) + sec.payload[pos:] + entry)
-        out.append(sec)
-    return out
+@dataclass(frozen=True)
+class Layout:
+    """What the sandbox needs to know about a module it accepted."""
+
+    stack_top: int  # the initial `__stack_pointer`: the top of the shadow stack
+    memory_min_pages: int
+    table_min: int
 
 
-def relocate_stack(sections: list[Section], stack_bytes: int) -> list[Section]:
-    """Give the shadow stack `stack_bytes` of fresh pages above the initial image."""
-    if stack_bytes <= 0 or stack_bytes % WASM_PAGE:
-        raise PatchError("stack size must be a positive multiple of 64 KiB")
-    old_pages = read_memory_min_pages(sections)
-    old_sp = read_stack_pointer(sections)
-    if old_sp > old_pages * WASM_PAGE:
-        raise PatchError("stack pointer lies above the initial memory")
-    new_pages = old_pages + stack_bytes // WASM_PAGE
-    new_sp = new_pages * WASM_PAGE
-    if new_sp >= 1 << 31:
-        raise PatchError("relocated stack does not fit in a signed i32")
-    out = []
-    for sec in sections:
-        if sec.id == _SEC_MEMORY:
-            sec = Section(_SEC_MEMORY, bytes([1, 0x00]) + _uleb(new_pages))
-        elif sec.id == _SEC_GLOBAL:
-            data = sec.payload
-            start, end, _mut, _ = _globals(data)[0]
-            glob0 = bytes([_I32, 1, _I32_CONST]) + _sleb(new_sp) + bytes([_END])
-            sec = Section(_SEC_GLOBAL, data[:start] + glob0 + data[end:])
-        out.append(sec)
-    return out
-
-
-def patch(wasm: bytes, stack_bytes: int = DEFAULT_STACK_BYTES) -> bytes:
-    """Both patches, in the order the module needs them."""
+def check_layout(wasm: bytes, stack_bytes: int) -> Layout:
+    """The module's layout, or PatchError when it is not the one the sandbox relies on."""
     sections = split_sections(wasm)
-    sections = export_growable_table(sections)
-    sections = relocate_stack(sections, stack_bytes)
-    return join_sections(sections)
+    table = read_table(sections)
+    if table.maximum is not None:
+        raise PatchError("the function table has a maximum: the host could not add to it")
+    if (TABLE_EXPORT, _EXPORT_TABLE, 0) not in read_exports(sections):
+        raise PatchError(f"table 0 is not exported as {TABLE_EXPORT}")
+    stack_top = read_stack_pointer(sections)
+    if stack_top != stack_bytes:
+        raise PatchError(
+            f"the stack pointer starts at {stack_top}, not at the top of a "
+            f"{stack_bytes}-byte stack at the bottom of memory"
+        )
+    pages = read_memory_min_pages(sections)
+    if pages * WASM_PAGE <= stack_top:
+        raise PatchError("the initial memory holds nothing above the stack")
+    return Layout(stack_top, pages, table.minimum)
