@@ -210,14 +210,14 @@ class HttpGuard:
         self,
         app: ASGIApp,
         *,
-        max_body: int = MAX_MESSAGE_BYTES,
-        max_held: int = MAX_HELD_BYTES,
-        max_in_flight: int = MAX_IN_FLIGHT,
+        max_body: int | None = None,
+        max_held: int | None = None,
+        max_in_flight: int | None = None,
     ) -> None:
         self.app = app
-        self.max_body = max_body
-        self.max_held = max_held
-        self.max_in_flight = max_in_flight
+        self.max_body = MAX_MESSAGE_BYTES if max_body is None else max_body
+        self.max_held = MAX_HELD_BYTES if max_held is None else max_held
+        self.max_in_flight = MAX_IN_FLIGHT if max_in_flight is None else max_in_flight
         self.held = 0
         self.sessions: dict[str, InFlight] = {}
 
