@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import re
 import subprocess
 import threading
@@ -392,8 +393,29 @@ def test_the_session_table_frees_up_as_idle_sessions_expire(
 # --- stdio (the real command) ------------------------------------------------------
 
 
+class StdioServer:
+    """`specgen mcp` on stdio; its stdout read by a thread, so a reply that never comes
+    fails the test after a minute instead of hanging it."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+        self.pid = proc.pid
+        self.lines: queue.Queue[bytes] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+
+    def write(self, data: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+
 @contextmanager
-def stdio_server(fake: FakeAgentMemory) -> Iterator[subprocess.Popen[bytes]]:
+def stdio_server(fake: FakeAgentMemory) -> Iterator[StdioServer]:
     proc = subprocess.Popen(
         [str(SPECGEN), *_args(fake), "--workers", "0"],
         stdin=subprocess.PIPE,
@@ -403,23 +425,21 @@ def stdio_server(fake: FakeAgentMemory) -> Iterator[subprocess.Popen[bytes]]:
         cwd=ROOT,
     )
     try:
-        yield proc
+        yield StdioServer(proc)
     finally:
         proc.kill()
         proc.wait(timeout=10)
 
 
-def _send(proc: subprocess.Popen[bytes], message: dict[str, Any]) -> None:
-    assert proc.stdin is not None
-    proc.stdin.write(json.dumps(message).encode() + b"\n")
-    proc.stdin.flush()
+def _send(proc: StdioServer, message: dict[str, Any]) -> None:
+    proc.write(json.dumps(message).encode() + b"\n")
 
 
-def _receive(proc: subprocess.Popen[bytes]) -> dict[str, Any]:
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    assert line, "the server closed stdout"
-    return json.loads(line)
+def _receive(proc: StdioServer) -> dict[str, Any]:
+    try:
+        return json.loads(proc.lines.get(timeout=60))
+    except queue.Empty:
+        raise AssertionError("no reply from the server within a minute") from None
 
 
 def _rss_kib(pid: int, field: str) -> int:
@@ -437,13 +457,11 @@ def test_an_overlong_stdin_line_is_skipped_in_bounded_memory_and_answered(
         _send(proc, {"jsonrpc": "2.0", "id": 1, "method": "ping"})
         assert _receive(proc) == {"jsonrpc": "2.0", "id": 1, "result": {}}
         before = _rss_kib(proc.pid, "VmRSS")
-        assert proc.stdin is not None
-        proc.stdin.write(b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"code":"')
+        proc.write(b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"code":"')
         chunk = b"x" * (1 << 20)
         for _ in range(96):  # 96 MiB with no newline yet
-            proc.stdin.write(chunk)
-        proc.stdin.write(b'"}}\n')
-        proc.stdin.flush()
+            proc.write(chunk)
+        proc.write(b'"}}\n')
         error = _receive(proc)
         assert error["id"] == 2 and error["error"]["code"] == guard.INVALID_REQUEST
         assert f"message over {guard.MAX_MESSAGE_BYTES} bytes" in error["error"]["message"]
