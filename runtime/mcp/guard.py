@@ -187,6 +187,12 @@ def _refusal(item: SessionMessage | Exception, in_flight: InFlight) -> JSONRPCEr
         raw = (message.params or {}).get("id")
         request_id = raw if isinstance(raw, str | int) and not isinstance(raw, bool) else None
         return _error(request_id, f"message over {MAX_MESSAGE_BYTES} bytes; not read")
+    if isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
+        # A cancelled request is never answered (MCP), so its id is free again now; the
+        # SDK keeps a late handler of the old one from answering for the new one.
+        raw = (message.params or {}).get("requestId")
+        if isinstance(raw, str | int) and not isinstance(raw, bool):
+            in_flight.release(raw)
     if isinstance(message, JSONRPCRequest):
         why = in_flight.admit(message.id)
         if why is not None:

@@ -21,6 +21,7 @@ import json
 import os
 import queue
 import re
+import socket
 import subprocess
 import threading
 import time
@@ -97,7 +98,7 @@ def _initialize(url: str, **headers: str) -> int:
         ("127.0.0.2:0", None),
         ("[0:0:0:0:0:0:0:1]:0", "[::1]"),
         ("127.0.0.1:0", None),
-        ("localhost:0", "127.0.0.1"),
+        ("localhost:0", "resolved"),
     ],
 )
 def test_a_rebinding_host_or_origin_is_refused_on_every_loopback_spelling(
@@ -113,6 +114,9 @@ def test_a_rebinding_host_or_origin_is_refused_on_every_loopback_spelling(
         assert _initialize(url, Host=authority.replace(f":{port}", ":1")) == 421
         assert _initialize(url, Origin=f"http://{authority}") == 403  # none configured
         assert _initialize(url) == 200
+        if also == "resolved":  # the address localhost resolves to here
+            found = socket.getaddrinfo("localhost", 0, type=socket.SOCK_STREAM)[0][4][0]
+            also = f"[{found}]" if ":" in found else found
         if also is not None:  # the address the spelling stands for
             assert _initialize(url, Host=f"{also}:{port}") == 200
 
@@ -486,3 +490,19 @@ def test_a_reused_id_on_stdio_is_refused_and_the_first_is_answered(
     assert refused["id"] == 5 and "already in flight" in refused["error"]["message"]
     assert answered["id"] == 5
     assert json.loads(answered["result"]["content"][0]["text"])["stdout"] == "slept\n"
+
+
+def test_a_cancelled_request_frees_its_id_on_stdio(fake: FakeAgentMemory) -> None:
+    """MCP never answers a cancelled request, so its id must not stay taken."""
+    sleeper = 'import * as os from "qjs:os"; os.sleep(1500);'
+    with stdio_server(fake) as proc:
+        _send(proc, INIT)
+        _receive(proc)
+        _send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        _send(proc, _execute(9, sleeper))
+        cancel = {"requestId": 9, "reason": "changed my mind"}
+        _send(proc, {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel})
+        _send(proc, _execute(9, "console.log('again')"))
+        answered = _receive(proc)
+    assert answered["id"] == 9
+    assert json.loads(answered["result"]["content"][0]["text"])["stdout"] == "again\n"
