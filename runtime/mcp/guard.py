@@ -41,9 +41,9 @@ from mcp.types import (
 #: Bytes of one JSON-RPC message (an HTTP body, a stdin line): room for an execute's
 #: 1 MiB of code even with every character JSON-escaped four times over.
 MAX_MESSAGE_BYTES = 4 << 20
-#: Bytes of request bodies the HTTP server holds at once, over all clients; the bodies of
-#: the executes a full queue holds (server.RUN_SLOTS + server.MAX_WAITING) fit.
-MAX_HELD_BYTES = 96 << 20
+#: Bytes of request bodies the HTTP server holds at once, over all clients (parsed, the
+#: SDK keeps about four times that in memory); a full queue of executes of 1.5 MiB fits.
+MAX_HELD_BYTES = 32 << 20
 #: Requests one session may have in flight at once.
 MAX_IN_FLIGHT = 32
 #: Seconds a streamable HTTP session may sit with no request before it is closed (the
@@ -237,24 +237,34 @@ class HttpGuard:
             await _plain(send, 413, "request body too large")
             return
         body = bytearray()
-        reserved = 0
+        length = reserved = 0
+        over_budget = False
         try:
             while True:
                 message = await receive()
                 if message["type"] != "http.request":
                     return  # the client went away before its body arrived
                 chunk = message.get("body", b"")
-                if len(body) + len(chunk) > self.max_body:
+                length += len(chunk)
+                if length > self.max_body:
                     await _plain(send, 413, "request body too large")
                     return
-                if self.held + len(chunk) > self.max_held:
-                    await _plain(send, 503, "server busy: too many request bytes held")
-                    return
-                self.held += len(chunk)
-                reserved += len(chunk)
-                body += chunk
+                if not over_budget and self.held + len(chunk) > self.max_held:
+                    # Read the rest without keeping it, so the client gets the 503
+                    # rather than a connection reset halfway through its body.
+                    over_budget = True
+                    self.held -= reserved
+                    reserved = 0
+                    body = bytearray()
+                if not over_budget:
+                    self.held += len(chunk)
+                    reserved += len(chunk)
+                    body += chunk
                 if not message.get("more_body", False):
                     break
+            if over_budget:
+                await _plain(send, 503, "server busy: too many request bytes held; try again")
+                return
             await self._serve(scope, bytes(body), headers, receive, send)
         finally:
             self.held -= reserved
