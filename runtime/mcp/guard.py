@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -226,12 +227,75 @@ class HttpGuard:
         self.max_in_flight = MAX_IN_FLIGHT if max_in_flight is None else max_in_flight
         self.held = 0
         self.sessions: dict[str, InFlight] = {}
+        self.max_sessions = MAX_SESSIONS
+        #: Open sessions, least recently used first, with their requests in progress.
+        self.opened: OrderedDict[str, int] = OrderedDict()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("method") != "POST":
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         headers = {k.lower(): v for k, v in scope.get("headers", [])}
+        session = headers.get(b"mcp-session-id", b"").decode("latin-1")
+        if session in self.opened:
+            self.opened[session] += 1
+            self.opened.move_to_end(session)
+            try:
+                await self._request(scope, headers, receive, send)
+            finally:
+                if session in self.opened:
+                    self.opened[session] -= 1
+                    if scope.get("method") == "DELETE":
+                        del self.opened[session]
+            return
+        if not session and scope.get("method") == "POST":
+            await self._make_room(scope)
+            send = self._recording(send)
+        await self._request(scope, headers, receive, send)
+
+    async def _make_room(self, scope: Scope) -> None:
+        """With the table full, end the least recently used session that has nothing in
+        progress (a DELETE, as its client could send it), so a new client gets in; its
+        own client, if any, gets 404 and opens a new session, as MCP says it must."""
+        if len(self.opened) < self.max_sessions:
+            return
+        idle = next((sid for sid, busy in self.opened.items() if not busy), None)
+        if idle is None:
+            return  # every session is busy: the SDK refuses the new one (503)
+        del self.opened[idle]
+        headers = [(k, v) for k, v in scope.get("headers", []) if k.lower() in (b"host", b"origin")]
+        ending = {
+            **scope,
+            "method": "DELETE",
+            "headers": [*headers, (b"mcp-session-id", idle.encode("latin-1"))],
+        }
+
+        async def nothing() -> Message:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def discard(message: Message) -> None:
+            pass
+
+        await self.app(ending, nothing, discard)
+
+    def _recording(self, send: Send) -> Send:
+        """`send` that notes the session an initialize answer opens."""
+
+        async def record(message: Message) -> None:
+            if message["type"] == "http.response.start" and message.get("status") == 200:
+                for name, value in message.get("headers", []):
+                    if name.lower() == b"mcp-session-id":
+                        self.opened[value.decode("latin-1")] = 0
+            await send(message)
+
+        return record
+
+    async def _request(
+        self, scope: Scope, headers: dict[bytes, bytes], receive: Receive, send: Send
+    ) -> None:
+        if scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
         declared = headers.get(b"content-length", b"")
         if declared.isdigit() and int(declared) > self.max_body:
             await _plain(send, 413, "request body too large")

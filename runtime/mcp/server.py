@@ -277,7 +277,8 @@ def http_app(server: MCPServer, host: str, sock: socket.socket, origins: Sequenc
         transport_security=security_settings(host, (address, port), origins),
         max_request_body_size=guard.MAX_MESSAGE_BYTES,
         session_idle_timeout=guard.SESSION_IDLE_S,
-        max_sessions=guard.MAX_SESSIONS,
+        # guard.HttpGuard makes room at MAX_SESSIONS; the SDK's own cap is the backstop.
+        max_sessions=guard.MAX_SESSIONS + 16,
     )
     return guard.HttpGuard(app)
 

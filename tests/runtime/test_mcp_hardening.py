@@ -370,28 +370,53 @@ def test_request_bytes_are_bounded_per_body_and_in_total(
     assert statuses == [413, 503, 200]
 
 
-def test_the_session_table_frees_up_as_idle_sessions_expire(
-    grant: Grant, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(guard, "MAX_SESSIONS", 3)
-    monkeypatch.setattr(guard, "SESSION_IDLE_S", 0.5)
+def _ping(n: int) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": n, "method": "ping"}
+
+
+def test_an_idle_session_expires(grant: Grant, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(guard, "SESSION_IDLE_S", 0.3)
     seen: list[int] = []
 
     async def main(url: str) -> None:
         async with httpx.AsyncClient(timeout=30) as client:
-            for _ in range(4):
-                seen.append((await client.post(url, json=INIT, headers=ACCEPT)).status_code)
-            for _ in range(300):  # the idle ones expire; a new client gets in again
-                await anyio.sleep(0.05)
-                status = (await client.post(url, json=INIT, headers=ACCEPT)).status_code
-                if status == 200:
-                    seen.append(status)
-                    return
-            seen.append(status)
+            headers = await _session(client, url)
+            seen.append((await client.post(url, json=_ping(1), headers=headers)).status_code)
+            await anyio.sleep(1.5)  # five times the idle limit, no request meanwhile
+            seen.append((await client.post(url, json=_ping(2), headers=headers)).status_code)
 
     with live(grant, AuditLog(stderr_fd=os.open(os.devnull, os.O_WRONLY))) as url:
         anyio.run(main, url)
-    assert seen == [200, 200, 200, 503, 200]
+    assert seen == [200, 404]
+
+
+def test_a_full_session_table_ends_the_least_recently_used_idle_session(
+    grant: Grant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """New clients are never locked out by sessions nobody uses: the oldest idle one
+    makes room; a session with a request in progress is never the one ended."""
+    held = Held()
+    monkeypatch.setattr(grant, "run", held)
+    monkeypatch.setattr(guard, "MAX_SESSIONS", 2)
+    seen: dict[str, int] = {}
+
+    async def main(url: str) -> None:
+        async with httpx.AsyncClient(timeout=30) as client:
+            busy = await _session(client, url)  # opened first, so least recently used
+            idle = await _session(client, url)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(partial(client.post, url, json=_execute(1), headers=busy))
+                await _until(lambda: held.entered == 1)
+                for n in range(3):  # each new client gets in
+                    opened = await client.post(url, json=INIT, headers=ACCEPT)
+                    seen[f"new {n}"] = opened.status_code
+                seen["idle"] = (await client.post(url, json=_ping(2), headers=idle)).status_code
+                seen["busy"] = (await client.post(url, json=_ping(3), headers=busy)).status_code
+                held.release.set()
+
+    with live(grant, AuditLog(stderr_fd=os.open(os.devnull, os.O_WRONLY))) as url:
+        anyio.run(main, url)
+    assert seen == {"new 0": 200, "new 1": 200, "new 2": 200, "idle": 404, "busy": 200}
 
 
 # --- stdio (the real command) ------------------------------------------------------
