@@ -230,6 +230,7 @@ class HttpGuard:
         self.max_sessions = MAX_SESSIONS
         #: Open sessions, least recently used first, with their requests in progress.
         self.opened: OrderedDict[str, int] = OrderedDict()
+        self.opening = 0  # initialize requests not answered yet
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -250,19 +251,26 @@ class HttpGuard:
             return
         if not session and scope.get("method") == "POST":
             await self._make_room(scope)
-            send = self._recording(send)
+            self.opening += 1
+            try:
+                await self._request(scope, headers, receive, self._recording(send))
+            finally:
+                self.opening -= 1
+            return
         await self._request(scope, headers, receive, send)
 
     async def _make_room(self, scope: Scope) -> None:
         """With the table full, end the least recently used session that has nothing in
         progress (a DELETE, as its client could send it), so a new client gets in; its
         own client, if any, gets 404 and opens a new session, as MCP says it must."""
-        if len(self.opened) < self.max_sessions:
-            return
-        idle = next((sid for sid, busy in self.opened.items() if not busy), None)
-        if idle is None:
-            return  # every session is busy: the SDK refuses the new one (503)
-        del self.opened[idle]
+        while len(self.opened) + self.opening >= self.max_sessions:
+            idle = next((sid for sid, busy in self.opened.items() if not busy), None)
+            if idle is None:
+                return  # every session is busy: the SDK refuses the new one (503)
+            del self.opened[idle]
+            await self._end(scope, idle)
+
+    async def _end(self, scope: Scope, idle: str) -> None:
         headers = [(k, v) for k, v in scope.get("headers", []) if k.lower() in (b"host", b"origin")]
         ending = {
             **scope,
