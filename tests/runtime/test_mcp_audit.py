@@ -72,7 +72,7 @@ def _audit_lines(text: str) -> list[str]:
 
 
 def _server_args(fake: FakeAgentMemory, audit: Path) -> list[str]:
-    return [*_args(fake), "--audit", str(audit), "--timeout", "1", "--workers", "0"]
+    return [*_args(fake), "--audit", str(audit), "--timeout", "3", "--workers", "0"]
 
 
 def test_stdio_executes_are_audited_on_stderr_and_in_the_file(
