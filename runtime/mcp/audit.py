@@ -4,9 +4,8 @@ The line is the one `specgen run` prints (`runtime.audit_line`), one JSON object
 line (JSON Lines). Each line leaves in one `os.write` of its whole bytes: on the file's
 O_APPEND descriptor the kernel appends it in one piece, so two servers sharing a file
 never interleave within a line, and the file is never truncated. stderr gets the same
-bytes in one write, so a log reader never sees half a line from a thread's log record
-in between (a pipe keeps writes up to PIPE_BUF whole; a longer line may still be split
-by a reader of the pipe, never mixed with another writer's line by us).
+bytes in one write too (a pipe keeps a write of up to PIPE_BUF bytes whole against
+other writers; a longer audit line is as whole as the kernel makes it).
 
 A file that cannot be written is not skipped silently: `failed` turns on and the
 server refuses every later execute, since a run the operator cannot see afterwards is

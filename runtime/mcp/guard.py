@@ -7,11 +7,15 @@ and held without a total, and stdin lines of any length. Here:
 
 - `InFlight` keeps one session's request ids while they are in flight: a duplicate is
   answered at once with a JSON-RPC error (ids are unique per session), and past
-  MAX_IN_FLIGHT a request is refused the same way.
+  MAX_IN_FLIGHT a request is refused the same way. A cancelled request frees its id
+  (MCP never answers one).
 - `HttpGuard` (ASGI, in front of the SDK's app) reads each POST body itself, at most
   MAX_MESSAGE_BYTES of it (413 past that), counts every body held by a request still
   being answered against MAX_HELD_BYTES (503 past that, before the body is parsed), and
-  applies `InFlight` per session id.
+  applies `InFlight` per session id. It also keeps the open sessions in use order: with
+  MAX_SESSIONS open, a new client's initialize first ends the least recently used one
+  that has nothing in progress, so sessions nobody uses cannot lock new clients out
+  (the SDK would answer 503 until they expired).
 - `BoundedStdin` hands the SDK's stdio transport one line at a time, never more than
   MAX_MESSAGE_BYTES of it: a longer line is skipped to its newline and answered with a
   JSON-RPC error; `guard_streams` applies `InFlight` to the stdio session.
@@ -40,15 +44,16 @@ from mcp.types import (
 )
 
 #: Bytes of one JSON-RPC message (an HTTP body, a stdin line): room for an execute's
-#: 1 MiB of code even with every character JSON-escaped four times over.
+#: 1 Mi characters of code in UTF-8 (at most 4 bytes each), or with its ASCII
+#: characters JSON-escaped.
 MAX_MESSAGE_BYTES = 4 << 20
 #: Bytes of request bodies the HTTP server holds at once, over all clients (parsed, the
 #: SDK keeps about four times that in memory); a full queue of executes of 1.5 MiB fits.
 MAX_HELD_BYTES = 32 << 20
 #: Requests one session may have in flight at once.
 MAX_IN_FLIGHT = 32
-#: Seconds a streamable HTTP session may sit with no request before it is closed (the
-#: client then opens a new one), and how many may be open at once.
+#: Seconds a streamable HTTP session may sit with no request before the SDK closes it
+#: (its client then opens a new one), and how many may be open at once.
 SESSION_IDLE_S = 300.0
 MAX_SESSIONS = 256
 
