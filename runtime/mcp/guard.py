@@ -44,8 +44,8 @@ from mcp.types import (
 )
 
 #: Bytes of one JSON-RPC message (an HTTP body, a stdin line): room for an execute's
-#: 1 Mi characters of code in UTF-8 (at most 4 bytes each), or with its ASCII
-#: characters JSON-escaped.
+#: code at its limit of 1 Mi characters while they average under 4 bytes as JSON; code
+#: that does not fit is refused as a message too large, not as code too long.
 MAX_MESSAGE_BYTES = 4 << 20
 #: Bytes of request bodies the HTTP server holds at once, over all clients (parsed, the
 #: SDK keeps about four times that in memory); a full queue of executes of 1.5 MiB fits.
