@@ -531,3 +531,23 @@ def test_a_cancelled_request_frees_its_id_on_stdio(fake: FakeAgentMemory) -> Non
         answered = _receive(proc)
     assert answered["id"] == 9
     assert json.loads(answered["result"]["content"][0]["text"])["stdout"] == "again\n"
+
+
+def test_an_address_in_use_is_one_line(fake: FakeAgentMemory) -> None:
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    address = f"127.0.0.1:{taken.getsockname()[1]}"
+    with taken:
+        proc = subprocess.run(
+            [str(SPECGEN), *_args(fake), "--http", address],
+            env={**os.environ, TOKEN_ENV: TOKEN},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+    assert (proc.returncode, proc.stderr) == (
+        1,
+        f"specgen: --http {address!r}: Address already in use\n",
+    )
