@@ -370,13 +370,51 @@ class HttpGuard:
                 return {"type": "http.request", "body": body, "more_body": False}
             return await receive()
 
-        try:
-            await self.app(scope, replay, send)
-        finally:
-            if in_flight is not None:
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if in_flight is not None and not released:
+                released = True
                 in_flight.release(request_id)  # type: ignore[arg-type]
-                if not len(in_flight):
+                if not len(in_flight) and self.sessions.get(session) is in_flight:
                     self.sessions.pop(session, None)
+
+        async def answering(message: Message) -> None:
+            # The id is free from the moment its answer leaves: a client may send its
+            # next request with the same id as soon as it has read this one.
+            if message["type"] == "http.response.body" and _answers(
+                message.get("body", b""), request_id
+            ):
+                release()
+            await send(message)
+
+        try:
+            await self.app(scope, replay, answering if in_flight is not None else send)
+        finally:
+            release()
+
+
+def _answers(chunk: bytes, request_id: str | int | None) -> bool:
+    """Does this piece of a response (an SSE event, or a JSON body) carry the JSON-RPC
+    answer, result or error, to `request_id`?"""
+    if request_id is None or (b'"result"' not in chunk and b'"error"' not in chunk):
+        return False
+    texts = [chunk] if chunk.lstrip().startswith(b"{") else []
+    texts += [line[5:] for line in chunk.splitlines() if line.startswith(b"data:")]
+    for text in texts:
+        try:
+            value = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            continue
+        if (
+            isinstance(value, dict)
+            and ("result" in value or "error" in value)
+            and isinstance(value.get("id"), str | int)
+            and _key(value["id"]) == _key(request_id)
+        ):
+            return True
+    return False
 
 
 def _request_id(body: bytes) -> str | int | None:
