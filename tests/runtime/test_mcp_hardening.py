@@ -184,7 +184,14 @@ def live(grant: Grant, audit: AuditLog) -> Iterator[str]:
     """The HTTP app `specgen mcp --http` serves, on a real loopback socket."""
     mcp = server.build_server(server.prepare(str(SPEC), grant), audit)
     sock = server.bind("127.0.0.1", 0)
-    web = uvicorn.Server(uvicorn.Config(server.http_app(mcp, "127.0.0.1", sock), log_level="error"))
+    config = uvicorn.Config(
+        server.http_app(mcp, "127.0.0.1", sock),
+        log_level="error",
+        # A loaded machine may leave a client's connection idle past uvicorn's 5 s;
+        # reusing one the server just closed would fail the test for nothing.
+        timeout_keep_alive=120,
+    )
+    web = uvicorn.Server(config)
     thread = threading.Thread(target=web.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:
@@ -230,7 +237,7 @@ def _execute(request_id: int | str, code: str = "1") -> dict[str, Any]:
 
 
 async def _until(predicate: Any) -> None:
-    for _ in range(1000):
+    for _ in range(6000):
         if predicate():
             return
         await anyio.sleep(0.01)
