@@ -71,12 +71,13 @@ def _audit_lines(text: str) -> list[str]:
     return [line for line in text.splitlines() if line.startswith('{"profile":')]
 
 
-def _server_args(fake: FakeAgentMemory, audit: Path) -> list[str]:
-    return [*_args(fake), "--audit", str(audit), "--timeout", "3", "--workers", "0"]
+def _server_args(fake: FakeAgentMemory, audit: Path, workers: str = "0") -> list[str]:
+    return [*_args(fake), "--audit", str(audit), "--timeout", "3", "--workers", workers]
 
 
+@pytest.mark.parametrize("workers", ["0", "1"], ids=["threads", "worker-process"])
 def test_stdio_executes_are_audited_on_stderr_and_in_the_file(
-    fake: FakeAgentMemory, tmp_path: Path
+    fake: FakeAgentMemory, tmp_path: Path, workers: str
 ) -> None:
     audit = tmp_path / "audit.jsonl"
     audit.write_text(OLD_LINE)
@@ -86,7 +87,7 @@ def test_stdio_executes_are_audited_on_stderr_and_in_the_file(
     async def main() -> None:
         params = StdioServerParameters(
             command=str(SPECGEN),
-            args=_server_args(fake, audit),
+            args=_server_args(fake, audit, workers),
             env={TOKEN_ENV: TOKEN, "PATH": os.environ.get("PATH", "")},
             cwd=str(ROOT),
         )
