@@ -125,11 +125,14 @@ class Grant:
         run's minted jwt never reaches the guest unreflected (the broker's reply check)."""
         return any(secret.reveal() in text for secret in self._secrets)
 
-    def not_run(self, trace_id: str | None, reason: str) -> str:
-        """The audit line of an execute that never reached a sandbox: the same record as
-        a run's, with no calls, and `not_run` saying why (as the pool marks `worker_died`)."""
+    def not_run(self, trace_id: str | None, reason: str, mark: str = "not_run") -> str:
+        """The audit line of an execute with no run outcome: the same record as a run's,
+        with no calls, and `mark` saying why (as the pool marks `worker_died`):
+        `not_run` when it never reached a sandbox, `internal_error` (the fault's type
+        name) when the run's outcome was lost to a fault around it, and with it the
+        trace (a call may have reached the API)."""
         record = orjson.loads(audit_line(self.name, TraceSnapshot((), 0, 0), trace_id))
-        record["not_run"] = reason
+        record[mark] = reason
         return orjson.dumps(record).decode("utf-8")
 
     def run(self, code: str, trace_id: str | None = None) -> Run:

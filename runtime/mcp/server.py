@@ -157,10 +157,10 @@ def build_server(prepared: Prepared, audit: AuditLog | None = None) -> MCPServer
             )
         except Exception as exc:  # never raise out of a tool; never show internals
             log.exception("execute failed")
-            return refused(
-                trace_id,
-                "internal_error",
-                f"internal error ({type(exc).__name__}); the run did not finish",
+            audit.write(grant.not_run(trace_id, type(exc).__name__, mark="internal_error"))
+            return _text(
+                f"execute: internal error ({type(exc).__name__}); the run did not finish",
+                is_error=True,
             )
         finally:
             slots.release()
@@ -270,7 +270,9 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def http_app(server: MCPServer, host: str, sock: socket.socket, origins: Sequence[str] = ()):
+def http_app(
+    server: MCPServer, host: str, sock: socket.socket, origins: Sequence[str] = ()
+) -> guard.HttpGuard:
     """The SDK's streamable HTTP app with our bounds, behind `guard.HttpGuard`."""
     address, port = sock.getsockname()[:2]
     app = server.streamable_http_app(

@@ -282,6 +282,35 @@ def test_executes_past_the_queue_are_refused_at_once(
     assert len(lines) == admitted + extra
 
 
+def test_a_run_that_crashes_the_host_is_still_on_the_record(
+    grant: Grant, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    def crash(code: str, trace_id: str | None = None) -> Run:
+        raise RuntimeError("planted fault with a detail the client must not see")
+
+    monkeypatch.setattr(grant, "run", crash)
+    audit = AuditLog(tmp_path / "audit.jsonl", stderr_fd=os.open(os.devnull, os.O_WRONLY))
+    answers: list[dict[str, Any]] = []
+
+    async def main(url: str) -> None:
+        async with httpx.AsyncClient(timeout=30) as client:
+            headers = await _session(client, url)
+            reply = await client.post(url, json=_execute(1), headers=headers)
+            answers.append(_data(reply.text)["result"])
+
+    with live(grant, audit) as url:
+        anyio.run(main, url)
+    (answer,) = answers
+    assert answer["isError"]
+    assert "internal error (RuntimeError)" in answer["content"][0]["text"]
+    assert "planted" not in answer["content"][0]["text"]
+    (line,) = (tmp_path / "audit.jsonl").read_text().splitlines()
+    record = json.loads(line)
+    assert record["internal_error"] == "RuntimeError" and record["profile"] == PROFILE
+    assert "not_run" not in record and record["calls"] == []
+    assert record["trace_id"].endswith(":1")
+
+
 def test_a_reused_id_in_flight_is_refused_and_the_first_is_answered(
     grant: Grant, monkeypatch: pytest.MonkeyPatch
 ) -> None:
