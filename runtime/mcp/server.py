@@ -203,7 +203,7 @@ def build_server(prepared: Prepared, audit: AuditLog | None = None) -> MCPServer
             "the sandbox. Calls made before the code awaits run concurrently (Promise.all). "
             "Returns JSON: exit_code, timed_out, stdout, stderr, truncated, calls (method, route "
             "template and status of each call sent upstream), denied (calls the broker refused) "
-            "and hints (why calls failed)."
+            "and hints (why calls failed), and trace_id, the id of the run's audit line."
         ),
         annotations=ToolAnnotations(read_only_hint=False, open_world_hint=True),
         structured_output=False,
