@@ -26,15 +26,18 @@ exactly as before batches existed.
 
 from __future__ import annotations
 
+import codecs
 import concurrent.futures
 import functools
 import glob
+import io
+import os
 import re
 import sys
 import unicodedata
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TextIO, TypeVar
 
 import click
 import orjson
@@ -333,11 +336,12 @@ def _report(outcome: RunOutcome, timeout_s: float, as_json: bool, file: Path | N
             internal_error=result.internal_error or None,
             audit=orjson.loads(outcome.audit),
         )
-        click.echo(_json_line(record))
+        if not _emit(sys.stdout, _json_line(record) + "\n", json=True):
+            # stdout is gone (a closed pipe): the record's audit still reaches stderr.
+            _emit(sys.stderr, _trusted(messages.MSG_AUDIT.format(audit=outcome.audit)))
         return
-    sys.stdout.write(guest_lines(result.stdout, _GUEST_OUT))
-    sys.stdout.flush()
-    sys.stderr.write(guest_lines(result.stderr, _GUEST_ERR))
+    _emit(sys.stdout, guest_lines(result.stdout, _GUEST_OUT))
+    _emit(sys.stderr, guest_lines(result.stderr, _GUEST_ERR))
     trusted: list[str] = []
     if result.stdout_truncated or result.stderr_truncated:
         trusted.append(messages.MSG_OUTPUT_TRUNCATED)
@@ -351,8 +355,7 @@ def _report(outcome: RunOutcome, timeout_s: float, as_json: bool, file: Path | N
     else:
         trusted += format_table(outcome.trace).splitlines()
     trusted.append(messages.MSG_AUDIT.format(audit=outcome.audit))
-    sys.stderr.write("".join(_trusted(line) for line in trusted))
-    sys.stderr.flush()
+    _emit(sys.stderr, "".join(_trusted(line) for line in trusted))
 
 
 def _report_batch(
@@ -378,19 +381,17 @@ def _report_batch(
             code = outcome.exit_code
             if as_json:
                 refused = {"file": _text(str(path)), "exit_code": code, "refused": outcome.line}
-                click.echo(_json_line(refused))
+                _emit(sys.stdout, _json_line(refused) + "\n", json=True)
             else:
                 _header(name)
-                sys.stderr.write(_trusted(f"{name}: not run: {outcome.line}"))
-                sys.stderr.flush()
+                _emit(sys.stderr, _trusted(f"{name}: not run: {outcome.line}"))
         else:
             code = outcome.result.exit_code
             if not as_json:
                 _header(name)
             _report(outcome, timeout_s, as_json, file=path)
             if not as_json:
-                sys.stderr.write(_trusted(f"{name}: exit {code}"))
-                sys.stderr.flush()
+                _emit(sys.stderr, _trusted(f"{name}: exit {code}"))
         if code != 0:
             failed.append(f"{name} exit {code}")
             status = status or code
@@ -400,14 +401,12 @@ def _report_batch(
             if not failed
             else f"{n} runs, {len(failed)} non-zero; exit {status} from the first: {failed[0]}"
         )
-        sys.stderr.write(_trusted(summary))
-        sys.stderr.flush()
+        _emit(sys.stderr, _trusted(summary))
     return status
 
 
 def _header(name: str) -> None:
-    sys.stdout.write(_trusted(name))
-    sys.stdout.flush()
+    _emit(sys.stdout, _trusted(name))
 
 
 def _select(grants: Grants, name: str, caller: str) -> Profile:
@@ -461,6 +460,64 @@ def _json_line(record: dict[str, object]) -> str:
     some readers end a line there), so a file name or guest output cannot split it."""
     text = orjson.dumps(record).decode("utf-8")
     return _JSON_LINE_BREAKS.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _json_escapes(error: UnicodeError) -> tuple[str, int]:
+    """The codec error handler for JSON text: each character the stream's encoding
+    cannot carry as a JSON `\\uXXXX` escape (a surrogate pair past U+FFFF). orjson writes
+    non-ASCII only inside strings, so the line stays the same JSON value."""
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    out = []
+    for ch in error.object[error.start : error.end]:
+        code = ord(ch)
+        if code > 0xFFFF:
+            code -= 0x10000
+            out.append(f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}")
+        else:
+            out.append(f"\\u{code:04x}")
+    return "".join(out), error.end
+
+
+codecs.register_error("specgen-json-escape", _json_escapes)
+
+
+def _emit(stream: TextIO, text: str, json: bool = False) -> bool:
+    """Write `text` so that no stream can stop the run's report: what the stream's
+    encoding cannot carry is escaped (`\\u20ac` in text, a JSON escape in JSON), and a
+    stream the reader closed (`| head -1`) is pointed at the null device, so later
+    writes and the exit flush neither fail nor print a traceback. False when the text
+    did not get out."""
+    if not text:
+        return True
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        handler = "specgen-json-escape" if json else "backslashreplace"
+        text = text.encode(encoding, handler).decode(encoding)
+    except LookupError:
+        pass
+    try:
+        stream.write(text)
+        stream.flush()
+    except (OSError, ValueError):
+        _to_null(stream)
+        return False
+    return True
+
+
+def _to_null(stream: TextIO) -> None:
+    """Point a closed stream's descriptor at the null device (what Python's docs advise
+    for SIGPIPE), dropping what its buffer still holds."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, stream.fileno())
+        finally:
+            os.close(null)
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        pass
 
 
 def _trusted(line: str) -> str:

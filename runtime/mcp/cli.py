@@ -8,6 +8,7 @@ variable, the document, the address) is refused before the server starts, as one
 from __future__ import annotations
 
 import ipaddress
+import re
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -42,6 +43,18 @@ def _address(text: str) -> tuple[str, int]:
             "the server does not authenticate its clients"
         )
     return host, int(port)
+
+
+_ORIGIN = re.compile(
+    r"https?://[A-Za-z0-9.\-]+(?::[0-9]{1,5})?|https?://\[[0-9A-Fa-f:.]+\](?::[0-9]{1,5})?"
+)
+
+
+def _origin(text: str) -> str:
+    """An Origin header value as a browser sends it: scheme://host[:port], nothing else."""
+    if not _ORIGIN.fullmatch(text):
+        _refuse(f"--allow-origin {text!r} must be scheme://host[:port] (http or https)")
+    return text
 
 
 @click.command("mcp")
@@ -91,6 +104,22 @@ def _address(text: str) -> tuple[str, int]:
     show_default=True,
     help="Guest memory limit of one run in MiB (at most 4096).",
 )
+@click.option(
+    "--audit",
+    "audit_file",
+    default=None,
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="FILE",
+    help="Also append every execute's audit line to FILE (JSON Lines; never truncated).",
+)
+@click.option(
+    "--allow-origin",
+    "origins",
+    multiple=True,
+    metavar="ORIGIN",
+    help="With --http: a browser origin (scheme://host:port) whose requests are admitted;"
+    " repeatable. By default a request with an Origin header is refused.",
+)
 @workers_option(
     "Worker processes for the runs (default: one per core); 0 runs them on threads "
     "of the server's own process."
@@ -105,6 +134,8 @@ def mcp(
     http: str | None,
     timeout_s: float,
     memory_mb: int,
+    audit_file: Path | None,
+    origins: tuple[str, ...],
     workers: int | None,
 ) -> None:
     """Serve agent code execution through one grant as an MCP server (stdio by default)."""
@@ -113,9 +144,14 @@ def mcp(
     if not 1 <= memory_mb <= 4096:
         _refuse(f"--memory-mb {memory_mb} must be between 1 and 4096")
     address = _address(http) if http is not None else None
+    if origins and address is None:
+        _refuse("--allow-origin applies to --http only")
+    for origin in origins:
+        _origin(origin)
 
+    from runtime.mcp.audit import AuditFileError, AuditLog
     from runtime.mcp.runner import GrantError, open_grant
-    from runtime.mcp.server import build_server, prepare, serve_http
+    from runtime.mcp.server import build_server, prepare, serve_http, serve_stdio
 
     try:
         grant = open_grant(
@@ -128,15 +164,16 @@ def mcp(
             workers=RunPool.default_workers() if workers is None else workers,
         )
         prepared = prepare(spec, grant, server_url)
-    except (GrantError, SpecError) as exc:
+        audit = AuditLog(audit_file)
+    except (GrantError, SpecError, AuditFileError) as exc:
         _refuse(str(exc))
-    server = build_server(prepared)
-    if address is None:
-        server.run("stdio")
-        return
+    server = build_server(prepared, audit)
     import anyio
 
+    if address is None:
+        anyio.run(serve_stdio, server)
+        return
     try:
-        anyio.run(serve_http, server, *address)
+        anyio.run(serve_http, server, *address, origins)
     except OSError as exc:
-        _refuse(f"--http {http}: {exc.strerror or exc}")
+        _refuse(f"--http {http!r}: {exc.strerror or exc}")

@@ -13,12 +13,16 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
+import orjson
+
 from runtime import (
     EngineError,
     GrantsError,
     Profile,
     RunPool,
     Secret,
+    TraceSnapshot,
+    audit_line,
     load_grants,
     messages,
     run_profile,
@@ -61,6 +65,8 @@ class Run:
     calls: tuple[Call, ...]
     denied: int
     dropped: int
+    #: The run's audit line, exactly as `specgen run` writes it (runtime.audit_line).
+    audit: str = ""
 
 
 class Grant:
@@ -121,7 +127,17 @@ class Grant:
         run's minted jwt never reaches the guest unreflected (the broker's reply check)."""
         return any(secret.reveal() in text for secret in self._secrets)
 
-    def run(self, code: str) -> Run:
+    def not_run(self, trace_id: str | None, reason: str, mark: str = "not_run") -> str:
+        """The audit line of an execute with no run outcome: the same record as a run's,
+        with no calls, and `mark` saying why (as the pool marks `worker_died`):
+        `not_run` when it never reached a sandbox, `internal_error` (the fault's type
+        name) when the run's outcome was lost to a fault around it, and with it the
+        trace (a call may have reached the API)."""
+        record = orjson.loads(audit_line(self.name, TraceSnapshot((), 0, 0), trace_id))
+        record[mark] = reason
+        return orjson.dumps(record).decode("utf-8")
+
+    def run(self, code: str, trace_id: str | None = None) -> Run:
         """Run `code` in a fresh sandbox through the grant. Blocking; thread-safe."""
         run = self._pool.run if self._pool is not None else run_profile
         outcome = run(
@@ -130,6 +146,7 @@ class Grant:
             caller=self._caller,
             timeout_s=self.timeout_s,
             memory_mb=self.memory_mb,
+            trace_id=trace_id,
         )
         result, trace = outcome.result, outcome.trace
         return Run(
@@ -143,6 +160,7 @@ class Grant:
             calls=tuple(Call(r.seq, r.method, r.route, r.status, r.delivered) for r in trace.rows),
             denied=trace.denied,
             dropped=trace.dropped,
+            audit=outcome.audit,
         )
 
 

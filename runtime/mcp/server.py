@@ -8,19 +8,38 @@ tokens up front instead of its whole description.
 
 Runs are blocking (the sandbox and broker are synchronous), so each one goes to a worker
 thread; the event loop keeps serving other requests, and RUN_SLOTS bounds how many
-sandboxes exist at once. A tool never raises: a failed run is an `isError` result.
+sandboxes exist at once. At most MAX_WAITING more executes wait for a slot; past that an
+execute is refused at once ("server busy"), so a client cannot queue up work (and the
+request bodies it holds) without bound. A tool never raises: a failed run is an
+`isError` result.
+
+Every execute is on the record: its audit line (the one `specgen run` writes) goes to
+the server's `AuditLog` whether it ran, timed out, crashed or was refused before a
+sandbox started (`not_run` says why). Each execute has a trace id `mcp-<server>:<n>`,
+also in its answer, so a model's transcript and the audit can be matched.
 """
 
+import contextlib
+import ipaddress
+import itertools
 import logging
+import secrets
+import socket
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated
 
 import anyio
 from mcp.server.mcpserver import MCPServer
+from mcp.server.stdio import stdio_server
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from runtime.mcp.runner import Grant, engine_error
+from runtime.mcp import guard
+from runtime.mcp.audit import AuditLog
+from runtime.mcp.runner import Grant, Run, engine_error
 from runtime.mcp.tools import Catalog, execute_answer
 from specgen import build as pipeline
 from specgen.grant_view import GrantView, allowed, grant_description
@@ -28,6 +47,8 @@ from specgen.render import render
 
 #: Sandboxes that may run at once; later executes wait for a slot.
 RUN_SLOTS = 4
+#: Executes that may wait for a slot; one more is refused at once.
+MAX_WAITING = 16
 #: Characters of agent code one execute accepts (as `specgen run` accepts 1 MiB).
 MAX_CODE_CHARS = 1 << 20
 #: The grant's full description becomes the server's instructions up to this size;
@@ -71,34 +92,85 @@ def _text(text: str, is_error: bool = False) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=is_error)
 
 
-def build_server(prepared: Prepared) -> MCPServer:
+def build_server(prepared: Prepared, audit: AuditLog | None = None) -> MCPServer:
     grant, catalog = prepared.grant, prepared.catalog
+    audit = audit if audit is not None else AuditLog()
     g = grant.global_name
     slots = anyio.CapacityLimiter(RUN_SLOTS)
+    #: This server's part of every trace id, so lines of several servers sharing one
+    #: audit file stay apart.
+    tag = secrets.token_hex(4)
+    numbers = itertools.count(1)
+    admitted = 0  # executes running or waiting for a slot
     server = MCPServer(
         name="plimsoll-specgen",
         instructions=prepared.instructions,
         log_level="WARNING",
     )
 
+    def refused(trace_id: str, reason: str, text: str) -> CallToolResult:
+        audit.write(grant.not_run(trace_id, reason))
+        return _text(f"execute: {text}", is_error=True)
+
     async def execute(
         code: Annotated[
             str, Field(description="JavaScript to run; print results with console.log.")
         ],
     ) -> CallToolResult:
+        nonlocal admitted
+        trace_id = f"mcp-{tag}:{next(numbers)}"
+        if audit.failed:
+            return _text(
+                "execute: refused: the server's audit file cannot be written, so no run "
+                "starts until the operator restarts it",
+                is_error=True,
+            )
         if len(code) > MAX_CODE_CHARS:
-            return _text(f"execute: code is over {MAX_CODE_CHARS} characters", is_error=True)
+            return refused(trace_id, "code_too_large", f"code is over {MAX_CODE_CHARS} characters")
+        if admitted >= RUN_SLOTS + MAX_WAITING:
+            return refused(
+                trace_id,
+                "busy",
+                f"server busy: {RUN_SLOTS} runs going and {MAX_WAITING} waiting; "
+                "try again when one has finished",
+            )
+        admitted += 1
         try:
-            run = await anyio.to_thread.run_sync(grant.run, code, limiter=slots)
+            return await run_one(code, trace_id)
+        finally:
+            admitted -= 1
+
+    async def run_one(code: str, trace_id: str) -> CallToolResult:
+        try:
+            await slots.acquire()
+        except BaseException:  # cancelled while it waited: nothing ran
+            audit.write(grant.not_run(trace_id, "cancelled"))
+            raise
+        try:
+            # Shielded: once a sandbox runs, its result and audit line are waited for
+            # even if the client cancels the request (the thread cannot be stopped).
+            with anyio.CancelScope(shield=True):
+                run: Run = await anyio.to_thread.run_sync(grant.run, code, trace_id)
         except engine_error() as exc:
-            return _text(f"execute: the sandbox cannot start: {str(exc).splitlines()[0]}", True)
+            return refused(
+                trace_id, "engine", f"the sandbox cannot start: {str(exc).splitlines()[0]}"
+            )
         except Exception as exc:  # never raise out of a tool; never show internals
             log.exception("execute failed")
+            audit.write(grant.not_run(trace_id, type(exc).__name__, mark="internal_error"))
             return _text(
-                f"execute: internal error ({type(exc).__name__}); the run did not finish", True
+                f"execute: internal error ({type(exc).__name__}); the run did not finish",
+                is_error=True,
             )
+        finally:
+            slots.release()
+        audit.write(run.audit)
         answer = execute_answer(
-            run, max_calls=grant.max_calls, timeout_s=grant.timeout_s, leaks=grant.leaks
+            run,
+            max_calls=grant.max_calls,
+            timeout_s=grant.timeout_s,
+            leaks=grant.leaks,
+            trace_id=trace_id,
         )
         return _text(answer.text, answer.is_error)
 
@@ -131,7 +203,7 @@ def build_server(prepared: Prepared) -> MCPServer:
             "the sandbox. Calls made before the code awaits run concurrently (Promise.all). "
             "Returns JSON: exit_code, timed_out, stdout, stderr, truncated, calls (method, route "
             "template and status of each call sent upstream), denied (calls the broker refused) "
-            "and hints (why calls failed)."
+            "and hints (why calls failed), and trace_id, the id of the run's audit line."
         ),
         annotations=ToolAnnotations(read_only_hint=False, open_world_hint=True),
         structured_output=False,
@@ -160,22 +232,90 @@ def build_server(prepared: Prepared) -> MCPServer:
     return server
 
 
-async def serve_http(server: MCPServer, host: str, port: int) -> None:
-    """Streamable HTTP on host:port (0 picks a free port); says the URL once listening."""
-    import sys
+def security_settings(
+    host: str, bound: tuple[str, int], origins: Sequence[str] = ()
+) -> TransportSecuritySettings:
+    """DNS rebinding protection for the address we serve on, whatever its spelling.
 
+    The SDK turns its own on only for the host strings `127.0.0.1`, `localhost` and
+    `::1`, and then admits any port on any of them; here the Host header must name the
+    bound address and port (as given, or the address it resolved to), and a request
+    carrying an Origin header is refused unless that origin was configured.
+    """
+    address, port = bound
+    names = {host, address}
+    for name in list(names):
+        with contextlib.suppress(ValueError):
+            names.add(ipaddress.ip_address(name).compressed)
+    hosts = sorted(f"[{n}]:{port}" if ":" in n else f"{n}:{port}" for n in names)
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=list(origins)
+    )
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on host:port, bound before the app exists so the app's Host
+    check can name the port a `:0` picked. OSError when the address cannot be bound."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICSERV
+    )[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def http_app(
+    server: MCPServer, host: str, sock: socket.socket, origins: Sequence[str] = ()
+) -> guard.HttpGuard:
+    """The SDK's streamable HTTP app with our bounds, behind `guard.HttpGuard`."""
+    address, port = sock.getsockname()[:2]
+    app = server.streamable_http_app(
+        transport_security=security_settings(host, (address, port), origins),
+        max_request_body_size=guard.MAX_MESSAGE_BYTES,
+        session_idle_timeout=guard.SESSION_IDLE_S,
+        # guard.HttpGuard makes room at MAX_SESSIONS; the SDK's own cap is the backstop.
+        max_sessions=guard.MAX_SESSIONS + 16,
+    )
+    return guard.HttpGuard(app)
+
+
+async def serve_http(server: MCPServer, host: str, port: int, origins: Sequence[str] = ()) -> None:
+    """Streamable HTTP on host:port (0 picks a free port); says the URL once listening."""
     import uvicorn
 
-    app = server.streamable_http_app(host=host)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    sock = bind(host, port)
+    config = uvicorn.Config(
+        http_app(server, host, sock, origins),
+        log_level="warning",
+        lifespan="on",
+        # Connections and requests in flight at once, over all clients (503 past it).
+        limit_concurrency=4 * guard.MAX_SESSIONS,
+    )
     web = uvicorn.Server(config)
     async with anyio.create_task_group() as tg:
-        tg.start_soon(web.serve)
+        tg.start_soon(web.serve, [sock])
         while not web.started:
             if web.should_exit:
                 return
             await anyio.sleep(0.02)
-        bound = web.servers[0].sockets[0].getsockname()[1]
+        bound = sock.getsockname()[1]
         shown = f"[{host}]" if ":" in host else host
         sys.stderr.write(f"specgen: MCP server on http://{shown}:{bound}/mcp\n")
         sys.stderr.flush()
+
+
+async def serve_stdio(server: MCPServer) -> None:
+    """stdio as the SDK serves it, with stdin read in bounded lines and the session's
+    request ids checked (`guard`)."""
+    low = server._lowlevel_server  # the SDK's own run_stdio_async does the same
+    async with (
+        stdio_server(stdin=guard.BoundedStdin()) as (read, write),  # type: ignore[arg-type]
+        guard.guard_streams(read, write) as (guarded_read, guarded_write),
+    ):
+        await low.run(guarded_read, guarded_write, low.create_initialization_options())

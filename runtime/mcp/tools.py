@@ -85,8 +85,11 @@ class Answer:
     is_error: bool
 
 
-def execute_answer(run: Run, *, max_calls: int, timeout_s: float, leaks: object) -> Answer:
-    """The execute tool's answer: one JSON object, bounded, with hints."""
+def execute_answer(
+    run: Run, *, max_calls: int, timeout_s: float, leaks: object, trace_id: str | None = None
+) -> Answer:
+    """The execute tool's answer: one JSON object, bounded, with hints (and the run's
+    trace id, the one on its audit line, when it has one)."""
     stdout, cut_out = _cut(run.stdout, MAX_STREAM_CHARS)
     stderr, cut_err = _cut(run.stderr, MAX_STREAM_CHARS)
     calls = run.calls[:MAX_CALLS_SHOWN]
@@ -111,6 +114,8 @@ def execute_answer(run: Run, *, max_calls: int, timeout_s: float, leaks: object)
         "denied": run.denied,
         "hints": hints(run, max_calls, timeout_s),
     }
+    if trace_id is not None:
+        record["trace_id"] = trace_id
     text = orjson.dumps(record).decode("utf-8")
     # The streams are searched as the guest wrote them as well as in the JSON text: a
     # key holding `"` or `\\` appears in `text` only escaped (`\\"`, `\\\\`).
