@@ -248,6 +248,24 @@ _REPLY_KEYS = b"status\0body"
 _C_W_E = 7
 
 
+def _well_formed(body: bytes) -> bytes:
+    """The reply's bytes as UTF-8 the guest's string can hold as the standard decodes it.
+
+    JS_NewStringLen does not: an encoded surrogate (ED A0 80, which UTF-8 forbids)
+    became a lone surrogate in the guest's string, and a truncated sequence one U+FFFD
+    per byte. The Unicode standard's practice, which TextDecoder and `Response.text()`
+    follow, is one U+FFFD per maximal ill-formed subpart; Python's "replace" does the
+    same. Valid UTF-8 (nearly every reply) is passed on as it is.
+    """
+    if body.isascii():
+        return body
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return body.decode("utf-8", "replace").encode("utf-8")
+    return body
+
+
 def _reply_object(vm: qjs_vm.Vm, ctx: int, status: int, body: bytes) -> int:
     """A plain `{status, body}`: a new object given two own data properties with
     JS_DefinePropertyValueStr, which defines rather than assigns, so a setter the guest put
@@ -257,7 +275,7 @@ def _reply_object(vm: qjs_vm.Vm, ctx: int, status: int, body: bytes) -> int:
     adds its properties to the shape every empty object shares, so each `{}` the guest made
     before the reply grew phantom `status` and `body` fields holding stale heap values
     (tests/runtime/test_reply_object_shape.py)."""
-    text = vm.new_string(ctx, body)
+    text = vm.new_string(ctx, _well_formed(body))
     if qjs_vm.tag_of(text) == qjs_vm.TAG_EXCEPTION:
         return text
     obj = vm.call("JS_NewObject", ctx)

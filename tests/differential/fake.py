@@ -4,7 +4,8 @@ Stateless on purpose: every answer is a function of the request alone, so two ru
 one program get the same answers whatever order their concurrent calls arrive in, and
 the only thing that can make the sandbox's output differ from node's is the engine.
 Replies hold what models' code trips over in real APIs: empty objects and arrays nested
-in bodies, an empty 204, a text/plain body, a 404 and a 500 with JSON error bodies.
+in bodies, an empty 204, a text/plain body (long ones, and one that is not UTF-8), a 404
+and a 500 with JSON error bodies.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def _item(item_id: str) -> dict[str, Any]:
         "stock": n % 7,
         "tags": ["red", "sale"] if n % 2 else [],
         "attrs": {} if n % 3 else {"color": "blue", "size": n % 5},
-        "meta": {"created": "2026-01-0%d" % (1 + n % 9), "extra": {}},
+        "meta": {"created": f"2026-01-0{1 + n % 9}", "extra": {}},
         "reviews": [],
         "active": n % 4 != 0,
         "owner": None,
@@ -102,10 +103,22 @@ def respond(handler: BaseHTTPRequestHandler, seen: Seen) -> None:
         case "GET", ["items", item_id, "reviews"]:
             order = dict(query).get("sort", "new")
             stars = [5, 3, 4] if order == "new" else [3, 4, 5]
-            reviews = [{"stars": s, "text": f"review {k} of {item_id}", "by": {}} for k, s in enumerate(stars)]
+            reviews = [
+                {"stars": s, "text": f"review {k} of {item_id}", "by": {}}
+                for k, s in enumerate(stars)
+            ]
             _json(handler, 200, {"reviews": reviews, "sort": order})
         case "POST", ["items", item_id, "reviews"]:
             _json(handler, 201, {"item": item_id, "review": _body(seen), "ok": True})
+        case "GET", ["notes", "badbytes"]:
+            # Not UTF-8: the Unicode standard's Table 3-8 bytes, an encoded surrogate and
+            # a truncated sequence (what a broken upstream sends).
+            raw = bytes.fromhex("61 F1 80 80 E1 80 C2 62 80 63 80 BF 64 20 ED A0 80 20 F0 9F 98 21")
+            _send(handler, 200, raw, "text/plain; charset=utf-8")
+        case "GET", ["notes", note_id] if note_id.startswith("long-"):
+            lines = min(int(note_id[5:] or 0), 50_000)
+            text = "".join(f"line {k}: é ✓ 😀\n" for k in range(lines))
+            _send(handler, 200, text.encode(), "text/plain; charset=utf-8")
         case "GET", ["notes", note_id]:
             text = f"note {note_id}\nline two: é ✓\n"
             _send(handler, 200, text.encode(), "text/plain; charset=utf-8")
@@ -131,7 +144,11 @@ def respond(handler: BaseHTTPRequestHandler, seen: Seen) -> None:
             users = [{"name": n, "org": org, "roles": {}} for n in ("ann", "bob")]
             _json(handler, 200, {"users": users, "page": int(dict(query).get("page") or 1)})
         case "GET", ["stats"]:
-            _json(handler, 200, {"count": 42, "by_tag": {"red": 3, "sale": 2}, "empty": {}, "none": []})
+            _json(
+                handler,
+                200,
+                {"count": 42, "by_tag": {"red": 3, "sale": 2}, "empty": {}, "none": []},
+            )
         case _:
             _json(handler, 404, {"error": "no such route"})
 

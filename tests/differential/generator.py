@@ -96,8 +96,8 @@ def _call(draw: st.DrawFn, objects: list[tuple[str, str]], n: int) -> str:
         f"const s{n} = await Promise.allSettled([shop.getItem('missing-{n}'), shop.getItem({item})]);"
         f" console.log(s{n}.map((x) => x.status).join());",
         f"try {{ await shop.getItem('boom-{n}'); }} catch (e) {{ console.log(e.message); }}",
-        f"try {{ await shop.listUsers({{ org: 'other' }}); }} catch (e) {{ console.log(e.message.slice(0, 12)); }}",
-        f"try {{ await shop.adminReset({{}}); }} catch (e) {{ console.log(e.message); }}",
+        "try { await shop.listUsers({ org: 'other' }); } catch (e) { console.log(e.message.slice(0, 12)); }",
+        "try { await shop.adminReset({}); } catch (e) { console.log(e.message); }",
         f"const b{n} = __coderunner_host_call(JSON.stringify({{ method: 'GET', path: '/v1/stats' }}));"
         f" console.log(b{n}.status, Object.keys(b{n}).join());",
         f"const p{n} = shop.getItem({item}); const q{n} = {{}}; q{n}.got = (await p{n}).id; console.log(show(q{n}));",
@@ -167,7 +167,7 @@ def corpus_blocks(draw: st.DrawFn) -> str:
     picked = draw(st.lists(st.sampled_from(pool), min_size=2, max_size=4))
     makers = draw(st.lists(st.sampled_from(MAKERS), min_size=1, max_size=3))
     objects = [(f"g{i}", _kind(m)) for i, m in enumerate(makers)]
-    parts = [PRELUDE] + [f"const {v} = {m};\n" for (v, _), m in zip(objects, makers)]
+    parts = [PRELUDE] + [f"const {v} = {m};\n" for (v, _), m in zip(objects, makers, strict=True)]
     for i, code in enumerate(picked):
         parts.append(f"console.log('-- block {i}');\n{{\n{code}}}\n")
         var, kind = draw(st.sampled_from(objects))

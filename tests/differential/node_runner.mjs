@@ -40,11 +40,33 @@ const SHARED = new SharedArrayBuffer(8 + (4 << 20) + 16);
 function blockingCall(url, envelope) {
   const flag = new Int32Array(SHARED, 0, 2);
   Atomics.store(flag, 0, 0);
-  blocking.postMessage({ url, envelope, shared: SHARED });
+  blocking.postMessage({ url, envelope: quickjsBytes(envelope), shared: SHARED });
   Atomics.wait(flag, 0, 0);
   const n = flag[1];
   const body = Buffer.from(new Uint8Array(SHARED, 8, n)).toString("utf8");
   return { status: Atomics.load(flag, 0), body };
+}
+
+// The envelope's bytes as the sandbox reads them (JS_ToCStringLen): UTF-8, except that a
+// lone surrogate becomes its own three bytes, which are not UTF-8, so the envelope
+// decoder refuses the call there. fetch would send U+FFFD for it instead.
+function quickjsBytes(text) {
+  const out = [];
+  for (let i = 0; i < text.length; i++) {
+    let c = text.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+      const d = text.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        c = 0x10000 + ((c - 0xd800) << 10) + (d - 0xdc00);
+        i++;
+      }
+    }
+    if (c < 0x80) out.push(c);
+    else if (c < 0x800) out.push(0xc0 | (c >> 6), 0x80 | (c & 63));
+    else if (c < 0x10000) out.push(0xe0 | (c >> 12), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
+    else out.push(0xf0 | (c >> 18), 0x80 | ((c >> 12) & 63), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
+  }
+  return new Uint8Array(out);
 }
 
 // QuickJS's console.log and print write ToString of each argument joined by one space
@@ -120,7 +142,7 @@ function sandboxGlobals(run, context) {
   );
   const send = (text, resolve) => {
     run.pending++;
-    fetch(url, { method: "POST", body: text })
+    fetch(url, { method: "POST", body: quickjsBytes(text) })
       .then(async (res) => [Number(res.headers.get("x-host-status")), await res.text()])
       .catch(() => [500, ""])
       .then(([status, body]) => {
