@@ -165,11 +165,14 @@ def shop_profile(base_url: str) -> Profile:
 
 
 class _Endpoint:
-    """The node side's way to the broker: POST /run/<id>/call with the envelope's bytes.
+    """The node side's way to the broker: POST /run/<id>/call (the blocking host call)
+    or /run/<id>/start (a started one) with the envelope's bytes.
 
     Answers 200 always, with the host call's status in `X-Host-Status` and its body as
     the response body. Each run id has its own Broker, made by `open` and closed by
-    `close`, as `runtime.session` makes one per sandbox run.
+    `close`, as `runtime.session` makes one per sandbox run. As the sandbox's bridge does,
+    a blocking call goes to the broker's `__call__` (429 when every slot is taken) and a
+    started one to its `start` (decided at once, then sent when a slot is free).
     """
 
     def __init__(self, profile: Profile) -> None:
@@ -186,8 +189,8 @@ class _Endpoint:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
-                run_id = self.path.split("/")[2]
-                status, body = endpoint.answer(run_id, raw)
+                _, _, run_id, kind = self.path.split("/")
+                status, body = endpoint.answer(run_id, raw, started=kind == "start")
                 self.send_response(200)
                 self.send_header("X-Host-Status", str(status))
                 self.send_header("Content-Length", str(len(body)))
@@ -217,7 +220,7 @@ class _Endpoint:
         if broker is not None:
             broker.close()
 
-    def answer(self, run_id: str, raw: bytes) -> tuple[int, bytes]:
+    def answer(self, run_id: str, raw: bytes, *, started: bool) -> tuple[int, bytes]:
         """What the sandbox's bridge answers for one envelope: its own refusals of a bad
         envelope, else the broker's reply (500 for a broken handler or a reply too big)."""
         decoded = envelope_mod.decode(raw)
@@ -227,7 +230,7 @@ class _Endpoint:
         if broker is None:
             return 503, b""
         try:
-            reply = broker(decoded)
+            reply = broker.start(decoded)() if started else broker(decoded)
         except Exception:
             return 500, b""
         if len(reply.body) > MAX_REPLY_BYTES:

@@ -117,7 +117,7 @@ function sandboxGlobals(run, context) {
   const write = (...args) => {
     if (!run.done) run.out.push(qjsFormat(args) + "\n");
   };
-  const url = `${ENDPOINT}/run/${encodeURIComponent(run.id)}/call`;
+  const url = `${ENDPOINT}/run/${encodeURIComponent(run.id)}`;
   // The reply object and the promise are made inside the guest's realm, as the sandbox
   // makes them, so `instanceof Object` and prototype lookups answer as they do there.
   const makeStart = vm.runInContext(
@@ -142,7 +142,7 @@ function sandboxGlobals(run, context) {
   );
   const send = (text, resolve) => {
     run.pending++;
-    fetch(url, { method: "POST", body: quickjsBytes(text) })
+    fetch(url + "/start", { method: "POST", body: quickjsBytes(text) })
       .then(async (res) => [Number(res.headers.get("x-host-status")), await res.text()])
       .catch(() => [500, ""])
       .then(([status, body]) => {
@@ -200,7 +200,7 @@ function sandboxGlobals(run, context) {
   context.btoa = btoa;
   context.queueMicrotask = queueMicrotask;
   context.__coderunner_host_start = makeStart(send);
-  context.__coderunner_host_call = makeCall((text) => blockingCall(url, text));
+  context.__coderunner_host_call = makeCall((text) => blockingCall(url + "/call", text));
   vm.runInContext("delete globalThis.Intl;", context);
   return os;
 }
