@@ -18,6 +18,7 @@ Nothing here knows the expected output: the harness compares the two engines.
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -155,8 +156,12 @@ def _composable(path: Path) -> bool:
     return not path.name.startswith("exit_") and "import " not in path.read_text(encoding="utf-8")
 
 
-def composable_programs() -> list[str]:
-    return [p.read_text(encoding="utf-8") for p in sorted(PROGRAMS.glob("*.js")) if _composable(p)]
+@functools.cache
+def composable_programs() -> tuple[str, ...]:
+    """Read once per process, so every example of a run draws from the same pool."""
+    return tuple(
+        p.read_text(encoding="utf-8") for p in sorted(PROGRAMS.glob("*.js")) if _composable(p)
+    )
 
 
 @st.composite

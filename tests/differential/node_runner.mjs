@@ -259,7 +259,9 @@ async function runOne(id, source) {
     clearTimeout(handle.id);
     clearInterval(handle.id);
   }
-  return { id, stdout: run.out.join(""), stderr: run.err.join(""), exit_code: exit };
+  // As node writes text to a stream: a lone surrogate becomes U+FFFD.
+  const stdout = run.out.join("").toWellFormed();
+  return { id, stdout, stderr: run.err.join("").toWellFormed(), exit_code: exit };
 }
 
 const lines = readline.createInterface({ input: process.stdin });
