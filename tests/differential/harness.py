@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime import Broker, Profile, load_grants, run_profile
+from runtime.messages import MSG_ENVELOPE_REQUIRED
 from runtime.sandbox import envelope as envelope_mod
 from runtime.sandbox.guest import compose_source
 from specgen import build
@@ -265,6 +266,7 @@ class Harness:
                 "--no-warnings",
                 str(HERE / "node_runner.mjs"),
                 self.endpoint.url,
+                MSG_ENVELOPE_REQUIRED,
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

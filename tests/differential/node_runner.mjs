@@ -13,6 +13,8 @@ import readline from "node:readline";
 import { Worker } from "node:worker_threads";
 
 const ENDPOINT = process.argv[2];
+// The TypeError's message for a host call without an envelope (runtime/messages.py).
+const ENVELOPE_REQUIRED = process.argv[3];
 
 // The blocking `__coderunner_host_call`: node has no synchronous HTTP, so a worker does
 // the request and the main thread sleeps in Atomics.wait until it has written the reply.
@@ -121,8 +123,9 @@ function sandboxGlobals(run, context) {
   // The reply object and the promise are made inside the guest's realm, as the sandbox
   // makes them, so `instanceof Object` and prototype lookups answer as they do there.
   const makeStart = vm.runInContext(
-    `(function (send) {
+    `(function (send, required) {
        return function __coderunner_host_start(envelope) {
+         if (arguments.length < 1) throw new TypeError(required);
          var text = String(envelope);
          return new Promise(function (resolve, reject) {
            send(text, function (status, body) { resolve({status: status, body: body}); });
@@ -132,8 +135,9 @@ function sandboxGlobals(run, context) {
     context,
   );
   const makeCall = vm.runInContext(
-    `(function (call) {
+    `(function (call, required) {
        return function __coderunner_host_call(envelope) {
+         if (arguments.length < 1) throw new TypeError(required);
          var r = call(String(envelope));
          return {status: r.status, body: r.body};
        };
@@ -199,8 +203,11 @@ function sandboxGlobals(run, context) {
   context.atob = atob;
   context.btoa = btoa;
   context.queueMicrotask = queueMicrotask;
-  context.__coderunner_host_start = makeStart(send);
-  context.__coderunner_host_call = makeCall((text) => blockingCall(url + "/call", text));
+  context.__coderunner_host_start = makeStart(send, ENVELOPE_REQUIRED);
+  context.__coderunner_host_call = makeCall(
+    (text) => blockingCall(url + "/call", text),
+    ENVELOPE_REQUIRED,
+  );
   vm.runInContext("delete globalThis.Intl;", context);
   return os;
 }
