@@ -24,7 +24,7 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
-from tests.differential.harness import PROGRAMS
+from tests.differential.harness import KNOWN_DIFFERENCES, PROGRAMS
 
 #: Expressions that make a fresh object, the ways agent code does.
 MAKERS = (
@@ -152,8 +152,11 @@ def steps(draw: st.DrawFn) -> str:
 
 def _composable(path: Path) -> bool:
     """Program files that can sit in a block among others: no import (a module-level
-    statement) and no deliberate non-zero exit (which would end the composed program)."""
-    return not path.name.startswith("exit_") and "import " not in path.read_text(encoding="utf-8")
+    statement), no deliberate non-zero exit (which would end the composed program), and
+    none of the known differences."""
+    if path.name.startswith("exit_") or path.stem in KNOWN_DIFFERENCES:
+        return False
+    return "import " not in path.read_text(encoding="utf-8")
 
 
 @functools.cache

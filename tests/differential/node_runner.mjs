@@ -7,7 +7,8 @@
 // so each source is an ES module, as in the sandbox (top-level await, `import "qjs:os"`).
 //
 // Everything that makes this context look like the sandbox's is in `sandboxGlobals` and
-// `QJS_MODULES` below, and nowhere else.
+// `qjsModule` below (with `quickjsBytes` and `qjsFormat`, which they use), and nowhere
+// else; what the sandbox differs in by design is listed in harness.py (BY_DESIGN).
 import vm from "node:vm";
 import readline from "node:readline";
 import { Worker } from "node:worker_threads";
