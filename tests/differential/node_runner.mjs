@@ -16,6 +16,9 @@ import { Worker } from "node:worker_threads";
 const ENDPOINT = process.argv[2];
 // The TypeError's message for a host call without an envelope (runtime/messages.py).
 const ENVELOPE_REQUIRED = process.argv[3];
+// A run still busy after this many seconds ends with 124, as the sandbox's does.
+const TIMEOUT_MS = Number(process.argv[4]) * 1000;
+const EXIT_TIMEOUT = 124;
 
 // The blocking `__coderunner_host_call`: node has no synchronous HTTP, so a worker does
 // the request and the main thread sleeps in Atomics.wait until it has written the reply.
@@ -168,6 +171,7 @@ function sandboxGlobals(run, context) {
         fn();
       } catch (e) {
         run.failed = run.failed || e;
+        if (run.wake) run.wake();
       }
       if (!repeat) run.settleOne();
     };
@@ -238,6 +242,7 @@ process.on("rejectionHandled", (promise) => {
 });
 
 const macrotask = () => new Promise((r) => setImmediate(r));
+const TIMED_OUT = Symbol("timed out");
 
 async function runOne(id, source) {
   const run = new Run(id);
@@ -245,11 +250,15 @@ async function runOne(id, source) {
   const context = vm.createContext({});
   const os = sandboxGlobals(run, context);
   let exit = 0;
+  let timer;
+  const timedOut = new Promise((resolve) => {
+    timer = setTimeout(() => resolve(TIMED_OUT), TIMEOUT_MS);
+  });
   try {
     const mod = new vm.SourceTextModule(source, { context, identifier: "<cmdline>" });
     await mod.link((specifier) => qjsModule(specifier, os, context));
-    await mod.evaluate();
-    await run.idle();
+    const ended = await Promise.race([mod.evaluate({ timeout: TIMEOUT_MS }).then(() => run.idle()), timedOut]);
+    if (ended === TIMED_OUT) throw TIMED_OUT;
     if (run.failed) throw run.failed;
     // Let node report rejections nobody handled, as the sandbox does when its loop ends.
     await macrotask();
@@ -259,9 +268,12 @@ async function runOne(id, source) {
       exit = 1;
     }
   } catch (e) {
-    run.err.push(String(e && e.stack ? e.stack : e) + "\n");
-    exit = 1;
+    // A synchronous loop is cut off by evaluate's own timeout (ERR_SCRIPT_EXECUTION_TIMEOUT).
+    if (e && e.code === "ERR_SCRIPT_EXECUTION_TIMEOUT") e = TIMED_OUT;
+    run.err.push(e === TIMED_OUT ? "timed out\n" : String(e && e.stack ? e.stack : e) + "\n");
+    exit = e === TIMED_OUT ? EXIT_TIMEOUT : 1;
   }
+  clearTimeout(timer);
   run.done = true;
   for (const handle of run.timers) {
     clearTimeout(handle.id);

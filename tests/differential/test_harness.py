@@ -6,7 +6,9 @@ exactly one of the three things the harness compares.
 
 from __future__ import annotations
 
-from tests.differential.harness import Harness
+import pytest
+
+from tests.differential.harness import Harness, harness
 
 V8 = 'typeof WebAssembly === "object"'
 
@@ -47,3 +49,18 @@ def test_a_different_body_is_a_difference(differential: Harness):
 def test_the_same_program_on_both_sides_agrees(differential: Harness):
     code = 'const r = await shop.uploadFile({ f: { filename: "a.txt", content: "x" } }); console.log(r.kind)'
     assert differential.compare("same", code) is None
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "while (true) {}",
+        'import * as os from "qjs:os"; os.setInterval(() => {}, 5); console.log(1)',
+    ],
+    ids=["busy", "interval"],
+)
+def test_a_run_that_never_ends_times_out_on_both_sides(code: str):
+    with harness(timeout_s=1.0) as h:
+        sandbox, other = h.in_sandbox(code), h.in_node(code)
+    assert (sandbox.exit_code, other.exit_code) == (124, 124)
+    assert sandbox.stdout == other.stdout
