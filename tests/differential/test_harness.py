@@ -1,7 +1,8 @@
 """The harness can fail: its node side is node, and each compared thing can differ.
 
-Each program asks for WebAssembly, which node has and the sandbox does not, so it behaves differently on the two sides in
-exactly one of the three things the harness compares.
+Each program asks for WebAssembly, which node has and the sandbox does not, so it
+behaves differently on the two sides in exactly one of the three things compared. And a
+run that never ends ends the same way on both sides, instead of hanging the suite.
 """
 
 from __future__ import annotations
