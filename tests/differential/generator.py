@@ -6,12 +6,13 @@ Two ways, mixed by `programs()`:
   in every way models make them (`{}`, `JSON.parse("{}")`, `Object.fromEntries([])`, a
   class field, a default parameter, a spread, `Object.assign`), then calls of every kind
   (awaited, started and awaited later, `Promise.all`/`allSettled`, a caught 404 or 500, a
-  broker 403, a client refusal, the blocking raw call, a POST of one of the objects) are
-  interleaved with filling and printing those objects. Every drawn program is valid JS
-  by construction, and prints every object it made at the end, so an object that gained
-  or lost anything across a call shows in stdout or in a request body.
+  broker 403, a client refusal, the blocking raw call, a JSON or form body of one of the
+  objects) are interleaved with filling and printing those objects. Every drawn program
+  is valid JS by construction, and prints every object it made at the end, so an object
+  that gained or lost anything across a call shows in stdout or in a request body.
 - `corpus_blocks()`: two to four of the program files (tests/differential/programs),
-  each in its own block, so the objects and replies of one meet the calls of the next.
+  each in its own block, after objects made as above and filled between the blocks, so
+  the objects of one part meet the calls of the next.
 
 Nothing here knows the expected output: the harness compares the two engines.
 """
