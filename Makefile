@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench lint clean corpus engine mutate mutate-survivors
+.PHONY: demo test bench lint clean corpus engine mutate mutate-survivors differential
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,15 @@ test: $(STAMP) $(ENGINE_WASM) corpus
 
 bench: $(STAMP) $(ENGINE_WASM) corpus
 	PLIMSOLL_BENCH=1 $(BIN)/python -m pytest -q -s tests/benchmarks
+
+# Every agent program in tests/differential/programs and DIFFERENTIAL_EXAMPLES composed
+# ones, each run in the sandbox and in node through the same broker, compared (make test
+# runs a sample). Not part of make test: a few minutes.
+DIFFERENTIAL_EXAMPLES ?= 2000
+
+differential: $(STAMP) $(ENGINE_WASM)
+	PLIMSOLL_DIFFERENTIAL=all PLIMSOLL_DIFFERENTIAL_EXAMPLES=$(DIFFERENTIAL_EXAMPLES) \
+	  $(BIN)/python -m pytest -q -p no:cacheprovider tests/differential
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -310,6 +310,24 @@ _C_W_E = 7
 _C_W = 3
 
 
+def _well_formed(body: bytes) -> bytes:
+    """The reply's bytes as UTF-8 the guest's string can hold as the standard decodes it.
+
+    JS_NewStringLen does not: an encoded surrogate (ED A0 80, which UTF-8 forbids)
+    became a lone surrogate in the guest's string, and a truncated sequence one U+FFFD
+    per byte. The Unicode standard's practice, which TextDecoder and `Response.text()`
+    follow, is one U+FFFD per maximal ill-formed subpart; Python's "replace" does the
+    same. Valid UTF-8 (nearly every reply) is passed on as it is.
+    """
+    if body.isascii():
+        return body
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return body.decode("utf-8", "replace").encode("utf-8")
+    return body
+
+
 def _is_binary(content_type: str, body: bytes) -> bool:
     """Is this reply body bytes for the guest (a Uint8Array), not text?"""
     if content_type.strip():
@@ -324,7 +342,7 @@ def _is_binary(content_type: str, body: bytes) -> bool:
 def _body_value(vm: qjs_vm.Vm, ctx: int, body: bytes, binary: bool) -> int:
     """The reply body as a JS string (UTF-8) or a Uint8Array holding exactly `body`."""
     if not binary:
-        return vm.new_string(ctx, body)
+        return vm.new_string(ctx, _well_formed(body))
     ptr = vm.alloc(body, nul=False)
     try:
         return vm.call("JS_NewUint8ArrayCopy", ctx, ptr, len(body))

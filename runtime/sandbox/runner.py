@@ -39,6 +39,7 @@ recursion on a smaller stack would crash the whole process.
 
 from __future__ import annotations
 
+import codecs
 import math
 import struct
 import time
@@ -69,6 +70,27 @@ EXIT_INTERNAL = 70
 _EVAL_OPTIONS_VERSION = 1  # quickjs-ng's JS_EVAL_OPTIONS_VERSION
 _REJECTION_PREFIX = MSG_REJECTION_PREFIX.encode()
 _UNTRACKED_REJECTION = (MSG_UNTRACKED_REJECTION + "\n").encode()
+
+
+def _lone_surrogate_as_one(exc: UnicodeError) -> tuple[str, int]:
+    """ "replace", except that the three bytes QuickJS writes for a lone surrogate (ED
+    A0..BF 80..BF, its WTF-8 form) are one U+FFFD, as node and every UTF-8 encoder
+    write a lone surrogate, instead of the three a decoder makes of bytes UTF-8 forbids."""
+    assert isinstance(exc, UnicodeDecodeError)
+    raw, at = exc.object, exc.start
+    lone = raw[at : at + 3]
+    if len(lone) == 3 and lone[0] == 0xED and 0xA0 <= lone[1] <= 0xBF and 0x80 <= lone[2] <= 0xBF:
+        return "\ufffd", at + 3
+    return "\ufffd", exc.end
+
+
+codecs.register_error("plimsoll-guest-output", _lone_surrogate_as_one)
+
+
+def output_text(raw: bytes) -> str:
+    """The guest's stdout or stderr bytes as text: UTF-8, with U+FFFD for what is not,
+    and one U+FFFD for each lone surrogate the guest printed (`console.log("\\ud800")`)."""
+    return raw.decode("utf-8", errors="plimsoll-guest-output")
 
 
 @dataclass(frozen=True)
@@ -436,8 +458,8 @@ def _run(
             bridge.vm = None
             state.extra = None
     return RunResult(
-        stdout=state.out[1].decode("utf-8", errors="replace"),
-        stderr=state.out[2].decode("utf-8", errors="replace"),
+        stdout=output_text(state.out[1]),
+        stderr=output_text(state.out[2]),
         stdout_truncated=state.truncated[1],
         stderr_truncated=state.truncated[2],
         exit_code=exit_code,

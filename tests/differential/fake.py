@@ -1,0 +1,158 @@
+"""The loopback API both sides of the differential suite call: `api/shop.openapi.json`.
+
+Stateless on purpose: every answer is a function of the request alone, so two runs of
+one program get the same answers whatever order their concurrent calls arrive in, and
+the only thing that can make the sandbox's output differ from node's is the engine.
+Replies hold what models' code trips over in real APIs: empty objects and arrays nested
+in bodies, an empty 204, a text/plain body (long ones, and one that is not UTF-8), a 404
+and a 500 with JSON error bodies.
+"""
+
+from __future__ import annotations
+
+import json
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from tests.runtime.loopback import FakeAPI, Seen
+
+#: The key the grant's token block sends; the fake refuses anything else with 401.
+TOKEN = "shop-fake-key-held-by-the-broker"
+
+
+def _send(handler: BaseHTTPRequestHandler, status: int, body: bytes, ctype: str) -> None:
+    handler.send_response(status)
+    if body or status != 204:
+        handler.send_header("Content-Type", ctype)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+def _json(handler: BaseHTTPRequestHandler, status: int, value: Any) -> None:
+    _send(handler, status, json.dumps(value, separators=(",", ":")).encode(), "application/json")
+
+
+def _item(item_id: str) -> dict[str, Any]:
+    n = sum(ord(c) for c in item_id) % 97
+    return {
+        "id": item_id,
+        "name": f"item {item_id}",
+        "price": round(n * 1.25, 2),
+        "stock": n % 7,
+        "tags": ["red", "sale"] if n % 2 else [],
+        "attrs": {} if n % 3 else {"color": "blue", "size": n % 5},
+        "meta": {"created": f"2026-01-0{1 + n % 9}", "extra": {}},
+        "reviews": [],
+        "active": n % 4 != 0,
+        "owner": None,
+    }
+
+
+def _body(seen: Seen) -> Any:
+    try:
+        return json.loads(seen.body) if seen.body else None
+    except ValueError:
+        return seen.body.decode("utf-8", "replace")
+
+
+def respond(handler: BaseHTTPRequestHandler, seen: Seen) -> None:
+    """Answer one request of the shop API (see the module docstring)."""
+    if seen.headers.get("authorization") != f"Bearer {TOKEN}":
+        _json(handler, 401, {"error": "unauthorized"})
+        return
+    url = urlsplit(seen.path)
+    query = parse_qsl(url.query, keep_blank_values=True)
+    parts = url.path.split("/")[2:]  # after "/v1"
+    method = seen.method
+    if parts[:1] == ["items"] and len(parts) >= 2:
+        item_id = parts[1]
+        if item_id.startswith("missing"):
+            _json(handler, 404, {"error": "not found", "id": item_id})
+            return
+        if item_id.startswith("boom"):
+            _json(handler, 500, {"error": "internal", "detail": {}})
+            return
+        if item_id == "empty":
+            _json(handler, 200, {})
+            return
+    match method, parts:
+        case "GET", ["items"]:
+            page = int(dict(query).get("page") or 1)
+            limit = int(dict(query).get("limit") or 3)
+            tag = dict(query).get("tag")
+            ids = [f"p{page}-{i}" for i in range(min(limit, 20))] if page <= 3 else []
+            items = [_item(i) for i in ids]
+            if tag:
+                items = [i for i in items if tag in i["tags"]]
+            nxt = page + 1 if page < 3 else None
+            _json(handler, 200, {"items": items, "page": page, "next": nxt, "facets": {}})
+        case "POST", ["items"]:
+            body = _body(seen)
+            _json(handler, 201, {"id": "new-1", "created": body, "links": {}, "warnings": []})
+        case "GET", ["items", item_id]:
+            _json(handler, 200, _item(item_id))
+        case "PUT" | "PATCH", ["items", item_id]:
+            base = _item(item_id)
+            patch = _body(seen)
+            merged = {**base, **patch} if isinstance(patch, dict) else base
+            _json(handler, 200, {"item": merged, "changed": sorted(patch or {}), "method": method})
+        case "DELETE", ["items", _]:
+            _send(handler, 204, b"", "")
+        case "GET", ["items", item_id, "reviews"]:
+            order = dict(query).get("sort", "new")
+            stars = [5, 3, 4] if order == "new" else [3, 4, 5]
+            reviews = [
+                {"stars": s, "text": f"review {k} of {item_id}", "by": {}}
+                for k, s in enumerate(stars)
+            ]
+            _json(handler, 200, {"reviews": reviews, "sort": order})
+        case "POST", ["items", item_id, "reviews"]:
+            _json(handler, 201, {"item": item_id, "review": _body(seen), "ok": True})
+        case "GET", ["notes", "badbytes"]:
+            # Not UTF-8: the Unicode standard's Table 3-8 bytes, an encoded surrogate and
+            # a truncated sequence (what a broken upstream sends).
+            raw = bytes.fromhex("61 F1 80 80 E1 80 C2 62 80 63 80 BF 64 20 ED A0 80 20 F0 9F 98 21")
+            _send(handler, 200, raw, "text/plain; charset=utf-8")
+        case "GET", ["notes", note_id] if note_id.startswith("long-"):
+            lines = min(int(note_id[5:] or 0), 50_000)
+            text = "".join(f"line {k}: é ✓ 😀\n" for k in range(lines))
+            _send(handler, 200, text.encode(), "text/plain; charset=utf-8")
+        case "GET", ["notes", note_id]:
+            text = f"note {note_id}\nline two: é ✓\n"
+            _send(handler, 200, text.encode(), "text/plain; charset=utf-8")
+        case "GET", ["search"]:
+            names = [k for k, _ in query]
+            _json(
+                handler,
+                200,
+                {
+                    "q": dict(query).get("q"),
+                    "params": [[k, v] for k, v in query],
+                    "names": sorted(set(names)),
+                    "request_id": seen.headers.get("x-request-id"),
+                    "hits": [_item(f"s{i}") for i in range(2)],
+                    "empty": {},
+                },
+            )
+        case "POST", ["files"] | ["forms"]:
+            ctype = seen.headers.get("content-type", "")
+            _json(handler, 200, {"received": len(seen.body), "kind": ctype.split(";")[0]})
+        case "GET", ["users"]:
+            org = dict(query).get("org")
+            users = [{"name": n, "org": org, "roles": {}} for n in ("ann", "bob")]
+            _json(handler, 200, {"users": users, "page": int(dict(query).get("page") or 1)})
+        case "GET", ["stats"]:
+            _json(
+                handler,
+                200,
+                {"count": 42, "by_tag": {"red": 3, "sale": 2}, "empty": {}, "none": []},
+            )
+        case _:
+            _json(handler, 404, {"error": "no such route"})
+
+
+def start() -> FakeAPI:
+    """A running fake on 127.0.0.1 (close it when done)."""
+    return FakeAPI(responder=respond)

@@ -1,0 +1,303 @@
+// The node side of the differential suite: runs guest sources exactly as the sandbox
+// composes them, each in a fresh vm context, one after another, and hands every host
+// call to the Python broker behind ENDPOINT (tests/differential/harness.py).
+//
+// stdin: one JSON object a line, {"id": ..., "source": ...}; stdout: one JSON object a
+// line, {"id", "stdout", "stderr", "exit_code"}. Started with --experimental-vm-modules
+// so each source is an ES module, as in the sandbox (top-level await, `import "qjs:os"`).
+//
+// Everything that makes this context look like the sandbox's is in `sandboxGlobals` and
+// `qjsModule` below (with `quickjsBytes` and `qjsFormat`, which they use), and nowhere
+// else; what the sandbox differs in by design is listed in harness.py (BY_DESIGN).
+import vm from "node:vm";
+import readline from "node:readline";
+import { Worker } from "node:worker_threads";
+
+const ENDPOINT = process.argv[2];
+// The TypeError's message for a host call without an envelope (runtime/messages.py).
+const ENVELOPE_REQUIRED = process.argv[3];
+// A run still busy after this many seconds ends with 124, as the sandbox's does.
+const TIMEOUT_MS = Number(process.argv[4]) * 1000;
+const EXIT_TIMEOUT = 124;
+
+// The blocking `__coderunner_host_call`: node has no synchronous HTTP, so a worker does
+// the request and the main thread sleeps in Atomics.wait until it has written the reply.
+const BLOCKING_WORKER = `
+const { parentPort } = require("node:worker_threads");
+parentPort.on("message", async ({ url, envelope, shared }) => {
+  const flag = new Int32Array(shared, 0, 2);
+  let status = 500, bytes = new Uint8Array(0);
+  try {
+    const res = await fetch(url, { method: "POST", body: envelope });
+    status = Number(res.headers.get("x-host-status"));
+    bytes = new Uint8Array(await res.arrayBuffer());
+  } catch (e) {}
+  const room = new Uint8Array(shared, 8);
+  const n = Math.min(bytes.length, room.length);
+  room.set(bytes.subarray(0, n));
+  flag[1] = n;
+  Atomics.store(flag, 0, status);
+  Atomics.notify(flag, 0);
+});`;
+const blocking = new Worker(BLOCKING_WORKER, { eval: true });
+blocking.unref();
+const SHARED = new SharedArrayBuffer(8 + (4 << 20) + 16);
+
+function blockingCall(url, envelope) {
+  const flag = new Int32Array(SHARED, 0, 2);
+  Atomics.store(flag, 0, 0);
+  blocking.postMessage({ url, envelope: quickjsBytes(envelope), shared: SHARED });
+  Atomics.wait(flag, 0, 0);
+  const n = flag[1];
+  const body = Buffer.from(new Uint8Array(SHARED, 8, n)).toString("utf8");
+  return { status: Atomics.load(flag, 0), body };
+}
+
+// The envelope's bytes as the sandbox reads them (JS_ToCStringLen): UTF-8, except that a
+// lone surrogate becomes its own three bytes, which are not UTF-8, so the envelope
+// decoder refuses the call there. fetch would send U+FFFD for it instead.
+function quickjsBytes(text) {
+  const out = [];
+  for (let i = 0; i < text.length; i++) {
+    let c = text.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+      const d = text.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        c = 0x10000 + ((c - 0xd800) << 10) + (d - 0xdc00);
+        i++;
+      }
+    }
+    if (c < 0x80) out.push(c);
+    else if (c < 0x800) out.push(0xc0 | (c >> 6), 0x80 | (c & 63));
+    else if (c < 0x10000) out.push(0xe0 | (c >> 12), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
+    else out.push(0xf0 | (c >> 18), 0x80 | ((c >> 12) & 63), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
+  }
+  return new Uint8Array(out);
+}
+
+// QuickJS's console.log and print write ToString of each argument joined by one space
+// ("[object Object]" for an object, "<exception>" when ToString throws, as for a
+// Symbol); node's console.log would inspect objects instead.
+function qjsFormat(args) {
+  return args
+    .map((a) => {
+      try {
+        return `${a}`;
+      } catch (e) {
+        return "<exception>";
+      }
+    })
+    .join(" ");
+}
+
+class Run {
+  constructor(id) {
+    this.id = id;
+    this.out = [];
+    this.err = [];
+    this.pending = 0; // timers and host calls not yet settled
+    this.timers = new Set();
+    this.failed = null; // an exception thrown by a timer callback ends the run
+    this.rejections = new Set();
+    this.done = false;
+    this.wake = null;
+  }
+  settleOne() {
+    this.pending--;
+    if (this.wake) this.wake();
+  }
+  idle() {
+    if (this.pending <= 0 || this.failed) return Promise.resolve();
+    return new Promise((r) => {
+      this.wake = () => {
+        if (this.pending <= 0 || this.failed) {
+          this.wake = null;
+          r();
+        }
+      };
+    });
+  }
+}
+
+function sandboxGlobals(run, context) {
+  const write = (...args) => {
+    if (!run.done) run.out.push(qjsFormat(args) + "\n");
+  };
+  const url = `${ENDPOINT}/run/${encodeURIComponent(run.id)}`;
+  // The reply object and the promise are made inside the guest's realm, as the sandbox
+  // makes them, so `instanceof Object` and prototype lookups answer as they do there.
+  const makeStart = vm.runInContext(
+    `(function (send, required) {
+       return function __coderunner_host_start(envelope) {
+         if (arguments.length < 1) throw new TypeError(required);
+         var text = String(envelope);
+         return new Promise(function (resolve, reject) {
+           send(text, function (status, body) { resolve({status: status, body: body}); });
+         });
+       };
+     })`,
+    context,
+  );
+  const makeCall = vm.runInContext(
+    `(function (call, required) {
+       return function __coderunner_host_call(envelope) {
+         if (arguments.length < 1) throw new TypeError(required);
+         var r = call(String(envelope));
+         return {status: r.status, body: r.body};
+       };
+     })`,
+    context,
+  );
+  const send = (text, resolve) => {
+    run.pending++;
+    fetch(url + "/start", { method: "POST", body: quickjsBytes(text) })
+      .then(async (res) => [Number(res.headers.get("x-host-status")), await res.text()])
+      .catch(() => [500, ""])
+      .then(([status, body]) => {
+        if (!run.done) resolve(status, body);
+        run.settleOne();
+      });
+  };
+  const timer = (fn, ms, repeat) => {
+    run.pending++;
+    const handle = { id: null, live: true };
+    const fire = () => {
+      if (run.done || !handle.live) return;
+      if (!repeat) {
+        handle.live = false;
+        run.timers.delete(handle);
+      }
+      try {
+        fn();
+      } catch (e) {
+        run.failed = run.failed || e;
+        if (run.wake) run.wake();
+      }
+      if (!repeat) run.settleOne();
+    };
+    handle.id = repeat ? setInterval(fire, ms) : setTimeout(fire, ms);
+    run.timers.add(handle);
+    return handle;
+  };
+  const clear = (handle) => {
+    if (handle && handle.live && run.timers.has(handle)) {
+      handle.live = false;
+      clearTimeout(handle.id);
+      clearInterval(handle.id);
+      run.timers.delete(handle);
+      run.settleOne();
+    }
+  };
+  const os = {
+    setTimeout: (fn, ms) => timer(fn, ms, false),
+    clearTimeout: clear,
+    setInterval: (fn, ms) => timer(fn, ms, true),
+    clearInterval: clear,
+    sleepAsync: vm.runInContext(
+      `(function (t) { return function sleepAsync(ms) { return new Promise(function (r) { t(r, ms); }); }; })`,
+      context,
+    )((fn, ms) => timer(fn, ms, false)),
+  };
+  // The sandbox's globals node's vm context lacks (print, atob/btoa, queueMicrotask) and
+  // its host functions; the shared SHIMS line then aliases console.error & co. to log.
+  // Intl is removed so that the SHIMS' en-US stand-in installs here too, as it does in
+  // the sandbox, whose QuickJS build has no Intl.
+  context.console = vm.runInContext("({})", context);
+  context.console.log = write;
+  context.print = write;
+  context.atob = atob;
+  context.btoa = btoa;
+  context.queueMicrotask = queueMicrotask;
+  context.__coderunner_host_start = makeStart(send, ENVELOPE_REQUIRED);
+  context.__coderunner_host_call = makeCall(
+    (text) => blockingCall(url + "/call", text),
+    ENVELOPE_REQUIRED,
+  );
+  vm.runInContext("delete globalThis.Intl;", context);
+  return os;
+}
+
+// The `qjs:` modules programs may import, as the sandbox's QuickJS provides them
+// (only the names the programs use).
+function qjsModule(specifier, os, context) {
+  if (specifier === "qjs:os") {
+    const names = Object.keys(os);
+    return new vm.SyntheticModule(
+      names,
+      function () {
+        for (const n of names) this.setExport(n, os[n]);
+      },
+      { context, identifier: specifier },
+    );
+  }
+  throw new Error(`module ${JSON.stringify(specifier)} is not provided to the node side`);
+}
+
+let current = null;
+process.on("unhandledRejection", (reason, promise) => {
+  if (current && !current.done) current.rejections.add(promise);
+});
+process.on("rejectionHandled", (promise) => {
+  if (current) current.rejections.delete(promise);
+});
+
+const macrotask = () => new Promise((r) => setImmediate(r));
+const TIMED_OUT = Symbol("timed out");
+
+async function runOne(id, source) {
+  const run = new Run(id);
+  current = run;
+  const context = vm.createContext({});
+  const os = sandboxGlobals(run, context);
+  let exit = 0;
+  let timer;
+  const timedOut = new Promise((resolve) => {
+    timer = setTimeout(() => resolve(TIMED_OUT), TIMEOUT_MS);
+  });
+  try {
+    const mod = new vm.SourceTextModule(source, { context, identifier: "<cmdline>" });
+    await mod.link((specifier) => qjsModule(specifier, os, context));
+    const ended = await Promise.race([mod.evaluate({ timeout: TIMEOUT_MS }).then(() => run.idle()), timedOut]);
+    if (ended === TIMED_OUT) throw TIMED_OUT;
+    if (run.failed) throw run.failed;
+    // Let node report rejections nobody handled, as the sandbox does when its loop ends.
+    await macrotask();
+    await macrotask();
+    if (run.rejections.size) {
+      run.err.push("Possibly unhandled promise rejection\n");
+      exit = 1;
+    }
+  } catch (e) {
+    // A synchronous loop is cut off by evaluate's own timeout (ERR_SCRIPT_EXECUTION_TIMEOUT).
+    if (e && e.code === "ERR_SCRIPT_EXECUTION_TIMEOUT") e = TIMED_OUT;
+    run.err.push(e === TIMED_OUT ? "timed out\n" : String(e && e.stack ? e.stack : e) + "\n");
+    exit = e === TIMED_OUT ? EXIT_TIMEOUT : 1;
+  }
+  clearTimeout(timer);
+  run.done = true;
+  for (const handle of run.timers) {
+    clearTimeout(handle.id);
+    clearInterval(handle.id);
+  }
+  // As node writes text to a stream: a lone surrogate becomes U+FFFD.
+  const stdout = run.out.join("").toWellFormed();
+  return { id, stdout, stderr: run.err.join("").toWellFormed(), exit_code: exit };
+}
+
+const lines = readline.createInterface({ input: process.stdin });
+const queue = [];
+let busy = false;
+async function pump() {
+  if (busy) return;
+  busy = true;
+  while (queue.length) {
+    const { id, source } = JSON.parse(queue.shift());
+    const result = await runOne(id, source);
+    process.stdout.write(JSON.stringify(result) + "\n");
+  }
+  busy = false;
+}
+lines.on("line", (line) => {
+  queue.push(line);
+  pump();
+});

@@ -1,0 +1,6 @@
+let cleaned = false;
+try {
+  await shop.getItem("boom-f").finally(() => { cleaned = true; });
+} catch (e) {
+  console.log("err", cleaned);
+}

@@ -1,0 +1,2 @@
+const r = await shop.createItem("just a string");
+console.log(JSON.stringify(r.created));

@@ -1,0 +1,5 @@
+try {
+  await shop.getItem("boom-500");
+} catch (e) {
+  console.log(e.message);
+}

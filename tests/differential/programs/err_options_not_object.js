@@ -1,0 +1,5 @@
+try {
+  await shop.listItems("page=1");
+} catch (e) {
+  console.log(e.name, e.message);
+}

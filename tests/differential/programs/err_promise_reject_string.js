@@ -1,0 +1,2 @@
+const r = await Promise.reject("plain").catch((x) => "got " + x);
+console.log(r);

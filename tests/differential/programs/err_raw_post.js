@@ -1,0 +1,2 @@
+const r = await shop.post("/v1/items", { raw: true });
+console.log(JSON.stringify(r.created));

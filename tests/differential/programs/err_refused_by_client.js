@@ -1,0 +1,5 @@
+try {
+  await shop.adminReset({ all: true });
+} catch (e) {
+  console.log(e.name, e.message);
+}

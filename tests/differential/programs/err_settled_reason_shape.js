@@ -1,0 +1,2 @@
+const [r] = await Promise.allSettled([shop.getItem("missing-rs")]);
+console.log(r.status, Object.keys(r).join(","), typeof r.reason.message);

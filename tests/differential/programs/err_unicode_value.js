@@ -1,0 +1,2 @@
+const it = await shop.getItem("café-✓");
+console.log(it.id, it.name);

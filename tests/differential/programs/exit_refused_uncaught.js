@@ -1,0 +1,2 @@
+console.log("trying");
+await shop.adminReset({});

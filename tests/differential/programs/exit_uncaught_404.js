@@ -1,0 +1,2 @@
+const it = await shop.getItem("missing-unc");
+console.log("never", it);

@@ -1,0 +1,2 @@
+const r = await shop.submitForm({ city: "Zürich", mark: "✓" });
+console.log(r.received, r.kind);

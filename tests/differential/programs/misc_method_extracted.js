@@ -1,0 +1,3 @@
+const { getItem } = shop;
+const it = await getItem("ex");
+console.log(it.id);

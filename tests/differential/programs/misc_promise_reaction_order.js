@@ -1,0 +1,10 @@
+const log = [];
+const p = shop.getItem("order");
+p.then(() => log.push("then1"));
+(async () => { await p; log.push("await"); })();
+p.then(() => log.push("then2"));
+await p;
+log.push("main");
+await null;
+await null;
+console.log(log.join(","));

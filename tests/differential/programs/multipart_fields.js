@@ -1,0 +1,2 @@
+const r = await shop.uploadFile({ title: "report", count: "2" });
+console.log(JSON.stringify(r));

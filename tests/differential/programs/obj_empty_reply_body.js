@@ -1,0 +1,2 @@
+const e = await shop.getItem("empty");
+console.log(JSON.stringify(e), Object.keys(e).length);

@@ -1,0 +1,3 @@
+const o = {};
+await shop.getStats();
+console.log(JSON.stringify(Object.getOwnPropertyNames(o)));

@@ -1,0 +1,3 @@
+const seen = {};
+await shop.getItem("x");
+console.log("status" in seen, "body" in seen, seen.status === undefined);

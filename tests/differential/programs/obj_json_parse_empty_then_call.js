@@ -1,0 +1,4 @@
+const parsed = JSON.parse("{}");
+await shop.getItem("j");
+parsed.filled = true;
+console.log(JSON.stringify(parsed));

@@ -1,0 +1,3 @@
+const summary = {};
+await shop.getStats();
+console.log(Object.keys(summary).length, JSON.stringify(summary));

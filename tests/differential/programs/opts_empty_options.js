@@ -1,0 +1,2 @@
+const r = await shop.listItems({});
+console.log(r.page, r.items.length);

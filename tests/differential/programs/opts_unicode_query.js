@@ -1,0 +1,2 @@
+const r = await shop.searchItems({ q: "café ✓ 日本" });
+console.log(r.q);

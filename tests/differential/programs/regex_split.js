@@ -1,0 +1,2 @@
+const note = await shop.getNote("sp");
+console.log(JSON.stringify(note.split(/\s+/).filter(Boolean)));

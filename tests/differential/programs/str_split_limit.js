@@ -1,0 +1,2 @@
+const note = await shop.getNote("sl");
+console.log(JSON.stringify(note.split(" ", 2)), JSON.stringify("a,b,,c".split(",")));

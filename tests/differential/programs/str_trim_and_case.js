@@ -1,0 +1,2 @@
+const note = await shop.getNote("  tr  ");
+console.log(JSON.stringify(note.trim()), JSON.stringify(note.trimEnd().split("\n").pop()));

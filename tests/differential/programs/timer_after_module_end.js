@@ -1,0 +1,3 @@
+import * as os from "qjs:os";
+os.setTimeout(async () => { const it = await shop.getItem("late"); console.log("late", it.id); }, 5);
+console.log("module done");
