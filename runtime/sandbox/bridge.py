@@ -305,8 +305,9 @@ _REPLY_KEYS = b"status\0body\0type\0headers"
 _BODY_KEY, _TYPE_KEY, _HEADERS_KEY = 7, 12, 17
 #: JS_PROP_C_W_E: configurable, writable, enumerable, as an object literal's properties.
 _C_W_E = 7
-#: Configurable and writable, not enumerable: `type` is for the client, and a guest that
-#: prints a reply (JSON.stringify, Object.keys) sees the reference's `{status, body}`.
+#: Configurable and writable, not enumerable: `type` and `headers` are for the client, and
+#: a guest that prints a raw reply (JSON.stringify, Object.keys) sees the reference's
+#: `{status, body}`.
 _C_W = 3
 
 
@@ -352,7 +353,7 @@ def _body_value(vm: qjs_vm.Vm, ctx: int, body: bytes, binary: bool) -> int:
 
 def _reply_object(vm: qjs_vm.Vm, ctx: int, reply: HostReply) -> int:
     """A plain `{status, body}` with a non-enumerable `type` (the reply's media type), plus
-    `headers` (a JSON string) when the upstream answered: a new object given its own data
+    a non-enumerable `headers` (a JSON string) when the upstream answered: a new object given its own data
     properties with JS_DefinePropertyValueStr, which defines rather than assigns, so a
     setter the guest put on Object.prototype can neither intercept nor hide them. A reply
     the broker or the sandbox made itself has no `headers`: that absence is how the client
@@ -386,7 +387,7 @@ def _reply_object(vm: qjs_vm.Vm, ctx: int, reply: HostReply) -> int:
                 vm.call("JS_FreeValue", ctx, value)
             vm.call("JS_FreeValue", ctx, obj)
             return names
-        pending.append((keys + _HEADERS_KEY, names, _C_W_E))
+        pending.append((keys + _HEADERS_KEY, names, _C_W))
     ok = vm.call("JS_DefinePropertyValueStr", ctx, obj, keys, status, _C_W_E) >= 0
     for key, value, flags in pending:
         if ok:

@@ -75,9 +75,9 @@ def test_a_prototype_setter_neither_sees_nor_hides_the_reply_fields():
     assert r.stdout.strip() == "0 200 string"
 
 
-def _reply_from_str(vm: qjs_vm.Vm, ctx: int, status: int, body: bytes) -> int:
+def _reply_from_str(vm: qjs_vm.Vm, ctx: int, reply: HostReply) -> int:
     """The reply built in one JS_NewObjectFromStr call, the way that corrupted 0.15."""
-    text = vm.new_string(ctx, body)
+    status, text = reply.status, vm.new_string(ctx, reply.body)
     names = vm.constant(b"status\0body")
     props = vm.alloc(struct.pack("<II", names, names + 7), nul=False)
     values = vm.alloc(struct.pack("<qq", qjs_vm.js_int(status), text), nul=False)
@@ -99,3 +99,19 @@ def test_the_engine_itself_keeps_shapes_apart_even_with_js_new_object_from_str(
     r = run(program.replace("{call}", CALL), grant=grant, handler=_reply)
     assert (r.exit_code, r.stderr) == (0, "")
     assert r.stdout.strip() == expected
+
+
+def _answered(_request: HostRequest) -> HostReply:
+    return HostReply(200, b"{}", "application/json", (("etag", '"v1"'),), upstream=True)
+
+
+def test_an_upstream_answer_shows_the_reference_fields_and_keeps_type_and_headers_hidden():
+    code = (
+        f"const r = {CALL}; console.log(JSON.stringify(r), JSON.stringify(Object.keys(r)),"
+        " r.type, r.headers)"
+    )
+    r = run(code, handler=_answered)
+    assert (
+        r.stdout.strip()
+        == '{"status":200,"body":"{}"} ["status","body"] application/json {"etag":"\\"v1\\""}'
+    )
