@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import json
 
+from specgen.route_index import RouteIndex
 from specgen.routes import Route
 
 #: QuickJS-NG has only console.log; the other methods alias to it, so all console output
@@ -50,14 +51,18 @@ def _js_json(value: object) -> str:
 
 @functools.lru_cache(maxsize=64)
 def render_client(global_name: str, allow: tuple[Route, ...]) -> str:
-    """The injected client for a grant: allow list in grant order, never a key."""
+    """The injected client for a grant: its allow list as the route index, never a key.
+
+    The index travels as a JSON string the client parses (JSON.parse makes every key an
+    own data property, where an object literal would read `"__proto__": ...` as setting
+    the prototype)."""
     from specgen.render import environment  # Jinja2 is loaded only by runs with a grant
 
-    allow_list = [{"m": r.method, "p": r.path} for r in allow]
+    index = json.dumps(RouteIndex(allow).to_json(), separators=(",", ":"))
     return (
         environment()
         .get_template("client.js.j2")
-        .render(global_name_json=_js_json(global_name), allow_json=_js_json(allow_list))
+        .render(global_name_json=_js_json(global_name), index_json=_js_json(index))
     )
 
 
