@@ -10,8 +10,10 @@ to prove the search would find it).
 
 from __future__ import annotations
 
+import collections
 import functools
 import json
+import threading
 
 from specgen.route_index import RouteIndex
 from specgen.routes import Route
@@ -77,3 +79,31 @@ def compose_source(
             parts += ["\n", preamble]
     parts += ["\n", code]
     return "".join(parts)
+
+
+#: Preludes composed lately, by (global name, id of the allow tuple, id of the preamble):
+#: the runs of one grant pass the same two objects every time, so their prelude is
+#: composed once and is the same str each run (its hash, and the image cache's lookup,
+#: then cost nothing). Each entry holds the objects themselves, so an id it was keyed
+#: by cannot be reused by another object while it is cached.
+_PRELUDES: collections.OrderedDict[
+    tuple[str | None, int, int], tuple[tuple[Route, ...], str, str]
+] = collections.OrderedDict()
+_PRELUDES_LOCK = threading.Lock()
+MAX_PRELUDES = 64
+
+
+def prelude(global_name: str | None, allow: tuple[Route, ...] = (), preamble: str = "") -> str:
+    """`compose_source("", ...)`: what a run evaluates before the agent's code."""
+    key = (global_name, id(allow), id(preamble))
+    with _PRELUDES_LOCK:
+        held = _PRELUDES.get(key)
+        if held is not None and held[0] is allow and held[1] is preamble:
+            _PRELUDES.move_to_end(key)
+            return held[2]
+    text = compose_source("", global_name=global_name, allow=allow, preamble=preamble)
+    with _PRELUDES_LOCK:
+        _PRELUDES[key] = (allow, preamble, text)
+        while len(_PRELUDES) > MAX_PRELUDES:
+            _PRELUDES.popitem(last=False)
+    return text
