@@ -11,9 +11,9 @@ what the policy approved.
 What a connection carries between runs is a socket to the profile's origin and nothing
 else: HTTP/1.1 sends every request's headers afresh, the jar keeps no cookie, and a
 response not read to its end closes its connection instead of returning it. A pool is
-for one profile exactly as loaded: when the same name comes with another profile (the
-grants file was loaded again, or another base URL), the old pool is closed and a new one
-made, so no connection outlives the grant it was opened for. A forked child starts with
+for one profile exactly as loaded, at one base URL: when the same name and base URL come
+with another profile (the grants file was loaded again), the old pool is closed and a
+new one made, so no connection outlives the grant it was opened for. A forked child starts with
 none (a socket shared by two processes would interleave their requests).
 """
 
@@ -33,18 +33,21 @@ from runtime.broker.transport import connection_pool
 KEEPALIVE_S = 4.0
 
 _lock = threading.Lock()
-_pools: dict[str, tuple[Profile, httpcore.ConnectionPool]] = {}
+#: By (profile name, base URL): a profile run with and without `--base-url` keeps a
+#: pool for each origin instead of closing one for the other.
+_pools: dict[tuple[str, str], tuple[Profile, httpcore.ConnectionPool]] = {}
 
 
 def pool_for(profile: Profile, max_connections: int) -> httpcore.ConnectionPool:
     """The process's pool for `profile`, made on first use; a changed profile of the
-    same name closes the old one first."""
+    same name and base URL (the grants file loaded again) closes the old one first."""
+    key = (profile.name, profile.base_url)
     with _lock:
-        held = _pools.get(profile.name)
+        held = _pools.get(key)
         if held is not None and (held[0] is profile or held[0] == profile):
             return held[1]
         pool = connection_pool(max_connections, KEEPALIVE_S)
-        _pools[profile.name] = (profile, pool)
+        _pools[key] = (profile, pool)
     if held is not None:
         held[1].close()
     return pool

@@ -16,7 +16,7 @@ import pytest
 
 from runtime import Broker, HostRequest, run_profile
 from runtime.broker import connections
-from tests.runtime.loopback import FakeAPI, Seen, hang, json_ok, profile
+from tests.runtime.loopback import FakeAPI, Seen, chunked, hang, json_ok, profile
 
 KEY = "connection-reuse-test-key-0123456789"
 CALL = HostRequest("GET", "/v1/items/a", None)
@@ -69,6 +69,21 @@ def test_profiles_do_not_share_connections(api: FakeAPI) -> None:
         with Broker(profile(api.url, KEY, ("GET /v1/items/*",), name=name)) as broker:
             assert broker(CALL).status == 200
     assert _connections(api) == 2
+
+
+def test_another_base_url_keeps_its_own_pool_beside_the_first() -> None:
+    apis = [FakeAPI(), FakeAPI()]
+    try:
+        grant = profile(apis[0].url, KEY, ("GET /v1/items/*",))
+        elsewhere = dataclasses.replace(grant, base_url=apis[1].url)
+        for each in (grant, elsewhere, grant, elsewhere):
+            with Broker(each) as broker:
+                assert broker(CALL).status == 200
+        assert [len(a.requests) for a in apis] == [2, 2]
+        assert [_connections(a) for a in apis] == [1, 1]
+    finally:
+        for a in apis:
+            a.close()
 
 
 def test_a_transport_given_by_the_caller_is_used_alone(api: FakeAPI) -> None:
@@ -145,3 +160,21 @@ def test_a_forked_child_starts_without_the_parents_connections(api: FakeAPI) -> 
     os.close(read)
     os.waitpid(child, 0)
     assert held == b"0"
+
+
+def test_a_reply_not_read_to_its_end_is_not_left_for_the_next_run() -> None:
+    big = chunked(5 << 20)  # past the broker's 4 MiB cap: the broker stops reading
+
+    def respond(handler: BaseHTTPRequestHandler, seen: Seen) -> None:
+        (big if seen.path == "/v1/items/big" else json_ok)(handler, seen)
+
+    api = FakeAPI(responder=respond)
+    try:
+        grant = profile(api.url, KEY, ("GET /v1/items/*",))
+        with Broker(grant) as broker:
+            assert broker(HostRequest("GET", "/v1/items/big", None)).status == 502
+        with Broker(grant) as broker:
+            assert broker(CALL).status == 200
+        assert _connections(api) == 2
+    finally:
+        api.close()
