@@ -21,7 +21,8 @@ import orjson
 from specgen.allow import AllowEntry, AllowError, Permit, parse_entry, response_header_patterns
 from specgen.errors import SpecError
 from specgen.quoting import go_quote, js_string
-from specgen.routes import Route
+from specgen.route_index import RouteIndex
+from specgen.routes import Route, segment_covers
 from specgen.typescript import member_key
 
 if TYPE_CHECKING:
@@ -229,14 +230,22 @@ def _options_by_path(params: list[Param], entries: tuple[AllowEntry, ...]) -> tu
 def allowed(result: Result, allow: tuple[AllowEntry | Route, ...]) -> list[Allowed]:
     """The document's operations that some allow entry is an instance of, in document
     order, each cut to what its entries permit."""
-    entries = [_as_entry(item) for item in allow]
-    out = []
-    for types in result.types.operations:
-        route = Route(path=types.op.route, method=types.op.method)
-        mine = tuple(e for e in entries if route.covers(e.route))
-        if mine:
-            out.append(cut_to_grant(types, mine))
-    return out
+    operations = result.types.operations
+    # The operations' routes are indexed and each entry looks up the ones covering it,
+    # so the cost follows the grant's size, not the product of the two.
+    index = RouteIndex(
+        (Route(path=types.op.route, method=types.op.method) for types in operations),
+        fold_case=False,
+    )
+    mine: dict[int, list[AllowEntry]] = {}
+    for entry in (_as_entry(item) for item in allow):
+        for position in index.every(entry.route.method, entry.route.segments, _covers):
+            mine.setdefault(position, []).append(entry)
+    return [cut_to_grant(types, tuple(mine[i])) for i, types in enumerate(operations) if i in mine]
+
+
+def _covers(want: str, got: str, index: int) -> bool:
+    return segment_covers(want, got)
 
 
 def grant_description(result: Result, view: GrantView) -> str:

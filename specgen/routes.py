@@ -159,7 +159,8 @@ def partial_segment(seg: str) -> tuple[str, str] | None:
     return prefix, suffix
 
 
-def _segment_matches(want: str, got: str) -> bool:
+def segment_matches(want: str, got: str) -> bool:
+    """Does pattern segment `want` admit a (canonical) request segment `got`?"""
     if want == "*":
         return _UNRESERVED_SEGMENT.match(got) is not None
     parts = partial_segment(want)
@@ -173,12 +174,12 @@ def _segment_matches(want: str, got: str) -> bool:
     return _UNRESERVED_SEGMENT.match(got[len(prefix) : len(got) - len(suffix)]) is not None
 
 
-def _segment_covers(mine: str, theirs: str) -> bool:
+def segment_covers(mine: str, theirs: str) -> bool:
     """Does pattern segment `mine` admit every segment `theirs` admits?"""
     if mine == theirs:
         return True
     if "*" not in theirs:
-        return _segment_matches(mine, theirs)
+        return segment_matches(mine, theirs)
     if mine == "*":
         parts = partial_segment(theirs)
         return parts is not None and all(
@@ -230,7 +231,7 @@ class Route:
         want = self.segments
         if len(got) != len(want):
             return False
-        return all(_segment_matches(w, g) for w, g in zip(want, got, strict=True))
+        return all(segment_matches(w, g) for w, g in zip(want, got, strict=True))
 
     def covers(self, other: Route) -> bool:
         """Is every request `other` admits also admitted by this entry?
@@ -244,7 +245,7 @@ class Route:
         mine, theirs = self.segments, other.segments
         if len(mine) != len(theirs):
             return False
-        return all(_segment_covers(m, t) for m, t in zip(mine, theirs, strict=True))
+        return all(segment_covers(m, t) for m, t in zip(mine, theirs, strict=True))
 
 
 def parse_route_line(line: str, what: str = "allow entry") -> Route:

@@ -42,6 +42,7 @@ from urllib.parse import quote
 from runtime.contract import ObjectValue, ParamValue
 from specgen import media as media_types
 from specgen.allow import AllowEntry, Permit, header_forbidden
+from specgen.route_index import RouteIndex
 from specgen.routes import Route, partial_segment, pattern_error
 
 #: Longest request target (path and query, bytes on the wire) the broker sends.
@@ -137,19 +138,22 @@ def _segment_admits(want: str, got: str, is_value: bool) -> bool:
 
 
 def match_wire(
-    allow: tuple[Route, ...], method: str, wire: str, from_value: tuple[bool, ...]
+    index: RouteIndex, method: str, wire: str, from_value: tuple[bool, ...]
 ) -> Route | None:
-    """The first allow route admitting a built path (its values already encoded)."""
+    """The first allow route admitting a built path (its values already encoded).
+
+    `method` is compared with each route's verb upper-cased; the index walks only the
+    routes whose literal segments are the path's, so the cost does not grow with the
+    grant (specgen/route_index.py).
+    """
+
+    def admits(want: str, got: str, i: int) -> bool:
+        return _segment_admits(want, got, from_value[i])
+
     got = wire.split("/")[1:]
-    for route in allow:
-        if route.method.upper() != method:
-            continue
-        want = route.segments
-        if len(want) != len(got):
-            continue
-        if all(_segment_admits(w, g, v) for w, g, v in zip(want, got, from_value, strict=True)):
-            return route
-    return None
+    if len(got) != len(from_value):
+        return None
+    return index.route(method, got, admits)
 
 
 # -- query -----------------------------------------------------------------------------

@@ -20,6 +20,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -44,6 +45,7 @@ from specgen.allow import (
     response_header_patterns,
 )
 from specgen.files import read_limited, read_regular
+from specgen.route_index import RouteIndex
 from specgen.routes import (
     GRANT_METHODS,
     METHODS,
@@ -132,12 +134,23 @@ class Profile:
     #: on every route, besides Content-Type and the matched entry's own list.
     response_headers: tuple[str, ...] = ()
 
-    def entry_for(self, route: Route) -> AllowEntry:
-        """The allow entry whose route is `route` (a bare entry when none was loaded)."""
+    @cached_property
+    def route_index(self) -> RouteIndex:
+        """`allow` indexed once per profile: a call's match costs the same for any
+        grant size (specgen/route_index.py)."""
+        return RouteIndex(self.allow)
+
+    @cached_property
+    def _entries_by_route(self) -> dict[Route, AllowEntry]:
+        by_route: dict[Route, AllowEntry] = {}
         for entry in self.entries:
-            if entry.route == route:
-                return entry
-        return AllowEntry(route)
+            by_route.setdefault(entry.route, entry)
+        return by_route
+
+    def entry_for(self, route: Route) -> AllowEntry:
+        """The first allow entry whose route is `route` (a bare entry when none was loaded)."""
+        entry = self._entries_by_route.get(route)
+        return entry if entry is not None else AllowEntry(route)
 
     def allows(self, caller: str) -> bool:
         """May `caller` run with this profile? `*` in the list admits any caller id."""

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from runtime.broker import upstream
+from runtime.broker import connections, upstream
 from runtime.broker.breaker import PROBE_TIMEOUT_S
 from runtime.broker.breaker import Breaker as BackpressureBreaker
 from runtime.broker.credentials import credential_for
@@ -65,6 +65,9 @@ from specgen.routes import Route
 
 #: Calls that may be in flight at once in one session.
 MAX_IN_FLIGHT = 16
+#: Connections the runs of one profile in this process share (each run keeps at most
+#: MAX_IN_FLIGHT of them busy), so concurrent runs do not wait for each other's.
+SHARED_CONNECTIONS = 4 * MAX_IN_FLIGHT
 #: Largest request body forwarded upstream (bytes), whatever its media type (10 MiB).
 MAX_REQUEST_BODY = MAX_REQUEST_BODY_BYTES
 #: Request bytes the admitted, unanswered calls of one run may hold on the host at
@@ -157,7 +160,13 @@ class Broker:
         #: Request bytes those calls hold (see MAX_HELD_REQUEST_BYTES).
         self._held = 0
         self.trace = CallTrace()
-        self._transport = transport if transport is not None else DeadlineTransport(MAX_IN_FLIGHT)
+        # Connections are the profile's, kept across runs in this process; the transport
+        # (deadline, abort) and the client are this run's own.
+        self._transport = (
+            transport
+            if transport is not None
+            else DeadlineTransport(pool=connections.pool_for(profile, SHARED_CONNECTIONS))
+        )
         self._client = upstream.new_client(upstream_timeout_s, MAX_IN_FLIGHT, self._transport)
 
     # -- the HostHandler --------------------------------------------------------------
@@ -264,7 +273,12 @@ class Broker:
             return refusal(429, MSG_HELD)
 
         admitted = _Admitted(
-            route, request, len(payload), self.trace.reserve(route), params=plan.param_names, plan=plan
+            route,
+            request,
+            len(payload),
+            self.trace.reserve(route),
+            params=plan.param_names,
+            plan=plan,
         )
         with self._lock:
             self._open[admitted.seq] = admitted

@@ -28,7 +28,7 @@ from runtime.broker.grants import Profile
 from runtime.broker.reflection import Reflection
 from runtime.contract import HostRequest
 from specgen.allow import AllowEntry, response_header_readable
-from specgen.routes import GRANT_METHODS, Route, first_match
+from specgen.routes import GRANT_METHODS, Route
 
 
 def _user_agent() -> str:
@@ -80,7 +80,7 @@ class Policy:
         profile's static one."""
         self._profile = profile
         self._base_url = profile.base_url
-        self._allow: tuple[Route, ...] = profile.allow
+        self._routes = profile.route_index
         self._origin = httpx.URL(profile.base_url)
         self._credential: Credential | None = (
             credential if credential is not None else credential_for(profile)
@@ -99,7 +99,7 @@ class Policy:
             return None
         if not method.isascii() or method.upper() not in GRANT_METHODS:
             return None
-        return first_match(self._allow, method.upper(), path)
+        return self._routes.first_match(method.upper(), path)
 
     def plan(self, call: HostRequest) -> Plan | None:
         """The approved wire pieces of a host call, raw or structured, or None to refuse."""
@@ -120,7 +120,7 @@ class Policy:
             path = call.path
         else:
             path, from_value = calls.build_path(call.route, call.values)
-            route = calls.match_wire(self._allow, method, path, from_value)
+            route = calls.match_wire(self._routes, method, path, from_value)
         if route is None:
             return None
         entry: AllowEntry = self._profile.entry_for(route)

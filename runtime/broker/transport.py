@@ -48,6 +48,12 @@ import httpx
 _CALL_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
     "plimsoll_upstream_call_deadline", default=None
 )
+#: The off switch of the session whose call is in progress in this context. A pooled
+#: connection outlives the run that opened it, so each socket operation answers to the
+#: session using the connection now, never to the one that opened it.
+_SESSION_ABORTS: contextvars.ContextVar[_Aborts | None] = contextvars.ContextVar(
+    "plimsoll_upstream_session_aborts", default=None
+)
 
 
 @contextlib.contextmanager
@@ -155,22 +161,42 @@ def _resolve(host: str, port: int, timeout: float | None, aborts: _Aborts) -> li
     return answer[0]
 
 
+#: Stands in for the session's switch outside any session (it is never thrown).
+_NO_SESSION = _Aborts()
+
+
+def _session() -> _Aborts:
+    aborts = _SESSION_ABORTS.get()
+    return aborts if aborts is not None else _NO_SESSION
+
+
 class _Stream(httpcore.NetworkStream):
-    def __init__(self, inner: httpcore.NetworkStream, aborts: _Aborts) -> None:
+    """A socket whose every operation ends at the call's deadline and is ended by the
+    current session's abort(): while an operation runs, the stream is among that
+    session's open streams, so abort() can shut it under a blocked reader."""
+
+    def __init__(self, inner: httpcore.NetworkStream) -> None:
         self._inner = inner
-        self._aborts = aborts
+
+    @contextlib.contextmanager
+    def _in_session(self, late: type[Exception]) -> Iterator[None]:
+        aborts = _session()
+        aborts.check(late)
         aborts.add(self)
+        try:
+            yield
+        finally:
+            aborts.discard(self)
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        self._aborts.check(httpcore.ReadError)
-        return self._inner.read(max_bytes, _clamp(timeout, httpcore.ReadTimeout))
+        with self._in_session(httpcore.ReadError):
+            return self._inner.read(max_bytes, _clamp(timeout, httpcore.ReadTimeout))
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._aborts.check(httpcore.WriteError)
-        self._inner.write(buffer, _clamp(timeout, httpcore.WriteTimeout))
+        with self._in_session(httpcore.WriteError):
+            self._inner.write(buffer, _clamp(timeout, httpcore.WriteTimeout))
 
     def close(self) -> None:
-        self._aborts.discard(self)
         self._inner.close()
 
     def shut(self) -> None:
@@ -183,28 +209,27 @@ class _Stream(httpcore.NetworkStream):
                 socket.socket.shutdown(sock, socket.SHUT_RDWR)
 
     def start_tls(self, ssl_context, server_hostname=None, timeout=None) -> httpcore.NetworkStream:  # type: ignore[no-untyped-def]
-        self._aborts.check(httpcore.ConnectError)
-        inner = self._inner.start_tls(
-            ssl_context, server_hostname, _clamp(timeout, httpcore.ConnectTimeout)
-        )
-        self._aborts.discard(self)
-        return _Stream(inner, self._aborts)
+        with self._in_session(httpcore.ConnectError):
+            inner = self._inner.start_tls(
+                ssl_context, server_hostname, _clamp(timeout, httpcore.ConnectTimeout)
+            )
+        return _Stream(inner)
 
     def get_extra_info(self, info: str) -> object:
         return self._inner.get_extra_info(info)
 
 
 class _Backend(httpcore.NetworkBackend):
-    def __init__(self, aborts: _Aborts) -> None:
+    def __init__(self) -> None:
         self._inner = httpcore.SyncBackend()
-        self._aborts = aborts
 
     def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):  # type: ignore[no-untyped-def]
-        self._aborts.check(httpcore.ConnectError)
-        addresses = _resolve(host, port, _clamp(timeout, httpcore.ConnectTimeout), self._aborts)
+        aborts = _session()
+        aborts.check(httpcore.ConnectError)
+        addresses = _resolve(host, port, _clamp(timeout, httpcore.ConnectTimeout), aborts)
         failure: httpcore.ConnectError | httpcore.ConnectTimeout | None = None
         for address in addresses:  # in the resolver's order, as create_connection tries them
-            self._aborts.check(httpcore.ConnectError)
+            aborts.check(httpcore.ConnectError)
             try:
                 stream = self._inner.connect_tcp(
                     address,
@@ -216,7 +241,7 @@ class _Backend(httpcore.NetworkBackend):
             except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
                 failure = exc
                 continue
-            return _Stream(stream, self._aborts)
+            return _Stream(stream)
         assert failure is not None  # _resolve returns at least one address
         raise failure
 
@@ -228,16 +253,32 @@ class _Backend(httpcore.NetworkBackend):
 
 
 class _Body(httpx.SyncByteStream):
-    def __init__(self, stream: Iterable[bytes]) -> None:
+    """A response body read (and closed) as part of the session that sent the call."""
+
+    def __init__(self, stream: Iterable[bytes], aborts: _Aborts) -> None:
         self._stream = stream
+        self._aborts = aborts
 
     def __iter__(self) -> Iterator[bytes]:
-        yield from self._stream
+        chunks = iter(self._stream)
+        while True:
+            token = _SESSION_ABORTS.set(self._aborts)
+            try:
+                chunk = next(chunks, None)
+            finally:
+                _SESSION_ABORTS.reset(token)
+            if chunk is None:
+                return
+            yield chunk
 
     def close(self) -> None:
         close = getattr(self._stream, "close", None)
         if close is not None:
-            close()
+            token = _SESSION_ABORTS.set(self._aborts)
+            try:
+                close()
+            finally:
+                _SESSION_ABORTS.reset(token)
 
 
 @functools.cache
@@ -253,19 +294,37 @@ def _tls_context() -> ssl.SSLContext:
     return tls
 
 
-class DeadlineTransport(httpx.BaseTransport):
-    """HTTP/1.1 to the grant's origin, each socket operation clamped to `call_deadline`."""
+def connection_pool(
+    max_connections: int = 16, keepalive_s: float | None = None
+) -> httpcore.ConnectionPool:
+    """HTTP/1.1 connections on the deadline-bound backend; `keepalive_s` None keeps an
+    idle connection as long as the pool lives."""
+    return httpcore.ConnectionPool(
+        ssl_context=_tls_context(),
+        max_connections=max_connections,
+        keepalive_expiry=keepalive_s,
+        http1=True,
+        http2=False,
+        retries=0,
+        network_backend=_Backend(),
+    )
 
-    def __init__(self, max_connections: int = 16) -> None:
+
+class DeadlineTransport(httpx.BaseTransport):
+    """HTTP/1.1 to the grant's origin, each socket operation clamped to `call_deadline`.
+
+    One session's transport: abort() ends this session's calls only. Its connections
+    come from `pool` when given (shared by the runs of one profile, see
+    runtime/broker/connections.py; close() then leaves the pool open), else from a pool
+    of its own that close() closes.
+    """
+
+    def __init__(
+        self, max_connections: int = 16, pool: httpcore.ConnectionPool | None = None
+    ) -> None:
         self._aborts = _Aborts()
-        self._pool = httpcore.ConnectionPool(
-            ssl_context=_tls_context(),
-            max_connections=max_connections,
-            http1=True,
-            http2=False,
-            retries=0,
-            network_backend=_Backend(self._aborts),
-        )
+        self._owned = pool is None
+        self._pool = pool if pool is not None else connection_pool(max_connections)
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         assert isinstance(request.stream, httpx.SyncByteStream)
@@ -281,12 +340,16 @@ class DeadlineTransport(httpx.BaseTransport):
             content=request.stream,
             extensions=request.extensions,
         )
-        resp = self._pool.handle_request(core)
+        token = _SESSION_ABORTS.set(self._aborts)
+        try:
+            resp = self._pool.handle_request(core)
+        finally:
+            _SESSION_ABORTS.reset(token)
         assert isinstance(resp.stream, Iterable)
         return httpx.Response(
             status_code=resp.status,
             headers=resp.headers,
-            stream=_Body(resp.stream),
+            stream=_Body(resp.stream, self._aborts),
             extensions=resp.extensions,
         )
 
@@ -295,7 +358,8 @@ class DeadlineTransport(httpx.BaseTransport):
         self._aborts.abort()
 
     def close(self) -> None:
-        self._pool.close()
+        if self._owned:
+            self._pool.close()
 
 
-__all__ = ["DeadlineTransport", "call_deadline"]
+__all__ = ["DeadlineTransport", "call_deadline", "connection_pool"]

@@ -109,7 +109,8 @@ class _NoCookies(http.cookiejar.CookieJar):
 def new_client(
     timeout_s: float, max_connections: int, transport: httpx.BaseTransport | None
 ) -> httpx.Client:
-    """A fresh client per session: no connection, cookie or header outlives the run.
+    """A fresh client per session: no cookie or header outlives the run (connections
+    may, through a shared pool `transport`: runtime/broker/connections.py).
 
     trust_env=False ignores HTTP(S)_PROXY/NETRC; redirects are returned, not followed, so
     the Authorization header can never be replayed to a Location's origin; the jar keeps

@@ -10,10 +10,13 @@ to prove the search would find it).
 
 from __future__ import annotations
 
+import collections
 import functools
 import json
+import threading
 
 from runtime.contract import MAX_REQUEST_BODY_BYTES
+from specgen.route_index import RouteIndex
 from specgen.routes import Route
 
 #: QuickJS-NG has only console.log; the other methods alias to it, so all console output
@@ -51,16 +54,20 @@ def _js_json(value: object) -> str:
 
 @functools.lru_cache(maxsize=64)
 def render_client(global_name: str, allow: tuple[Route, ...]) -> str:
-    """The injected client for a grant: allow list in grant order, never a key."""
+    """The injected client for a grant: its allow list as the route index, never a key.
+
+    The index travels as a JSON string the client parses (JSON.parse makes every key an
+    own data property, where an object literal would read `"__proto__": ...` as setting
+    the prototype)."""
     from specgen.render import environment  # Jinja2 is loaded only by runs with a grant
 
-    allow_list = [{"m": r.method, "p": r.path} for r in allow]
+    index = json.dumps(RouteIndex(allow).to_json(), separators=(",", ":"))
     return (
         environment()
         .get_template("client.js.j2")
         .render(
             global_name_json=_js_json(global_name),
-            allow_json=_js_json(allow_list),
+            index_json=_js_json(index),
             max_body_bytes=MAX_REQUEST_BODY_BYTES,
         )
     )
@@ -77,3 +84,31 @@ def compose_source(
             parts += ["\n", preamble]
     parts += ["\n", code]
     return "".join(parts)
+
+
+#: Preludes composed lately, by (global name, id of the allow tuple, id of the preamble):
+#: the runs of one grant pass the same two objects every time, so their prelude is
+#: composed once and is the same str each run (its hash, and the image cache's lookup,
+#: then cost nothing). Each entry holds the objects themselves, so an id it was keyed
+#: by cannot be reused by another object while it is cached.
+_PRELUDES: collections.OrderedDict[
+    tuple[str | None, int, int], tuple[tuple[Route, ...], str, str]
+] = collections.OrderedDict()
+_PRELUDES_LOCK = threading.Lock()
+MAX_PRELUDES = 64
+
+
+def prelude(global_name: str | None, allow: tuple[Route, ...] = (), preamble: str = "") -> str:
+    """`compose_source("", ...)`: what a run evaluates before the agent's code."""
+    key = (global_name, id(allow), id(preamble))
+    with _PRELUDES_LOCK:
+        held = _PRELUDES.get(key)
+        if held is not None and held[0] is allow and held[1] is preamble:
+            _PRELUDES.move_to_end(key)
+            return held[2]
+    text = compose_source("", global_name=global_name, allow=allow, preamble=preamble)
+    with _PRELUDES_LOCK:
+        _PRELUDES[key] = (allow, preamble, text)
+        while len(_PRELUDES) > MAX_PRELUDES:
+            _PRELUDES.popitem(last=False)
+    return text

@@ -385,11 +385,9 @@ def _run(
     limits = limits.normalised()
     eng = get_engine()
     if grant is None:
-        prelude = guest.compose_source("", global_name=None)
+        prelude = guest.prelude(None)
     else:
-        prelude = guest.compose_source(
-            "", global_name=grant.global_name, allow=tuple(grant.allow), preamble=grant.preamble
-        )
+        prelude = guest.prelude(grant.global_name, tuple(grant.allow), grant.preamble)
     image = snapshot.image_for(eng, prelude)
     state = wasi.WasiState(output_bytes=limits.output_bytes, clock=limits.clock)
     start = time.monotonic()

@@ -24,6 +24,8 @@ class Seen:
     path: str
     headers: dict[str, str]
     body: bytes
+    #: The client's (address, port): one per TCP connection, so tests can count them.
+    peer: tuple[str, int] = ("", 0)
 
 
 Responder = Callable[[BaseHTTPRequestHandler, Seen], None]
@@ -74,7 +76,11 @@ class FakeAPI:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 seen = Seen(
-                    self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body
+                    self.command,
+                    self.path,
+                    {k.lower(): v for k, v in self.headers.items()},
+                    body,
+                    tuple(self.client_address[:2]),
                 )
                 api.requests.append(seen)
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):

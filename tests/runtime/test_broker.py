@@ -11,9 +11,9 @@ import httpx
 import pytest
 import respx
 
-import runtime.broker.policy as broker_module
 from runtime import Broker, HostRequest, Profile, Secret
 from runtime.broker import MAX_REQUEST_BODY, MAX_RESPONSE_BODY
+from specgen.route_index import RouteIndex
 from specgen.routes import parse_route_line
 from tests.runtime.targets import ADVERSARIAL, ALLOW, BAD_METHODS, REFERENCE
 
@@ -236,7 +236,7 @@ def test_approve_equals_wire_recheck(
     api: respx.MockRouter, monkeypatch: pytest.MonkeyPatch, smuggled: str
 ) -> None:
     """Even if the route rules approved a bad target, the URL re-check refuses it."""
-    monkeypatch.setattr(broker_module, "first_match", lambda allow, m, p: allow[0])
+    monkeypatch.setattr(RouteIndex, "first_match", lambda index, m, p: index.routes[0])
     b = Broker(profile())
     reply = b(HostRequest("GET", smuggled, None))
     assert (reply.status, reply.body) == (403, b"forbidden by sandbox capability allowlist\n")

@@ -18,6 +18,7 @@ from runtime import GuestGrant, HostReply, HostRequest, Limits
 from runtime import run_sandbox as run
 from runtime.broker.calls import build_path, match_wire
 from specgen import operations, render
+from specgen.route_index import RouteIndex
 from specgen.routes import first_match, parse_route_line
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "memory_grant"
@@ -46,7 +47,7 @@ def broker(request: HostRequest) -> HostReply:
     # The stand-in holds no key: what run 5 looks for is planted by the test below.
     if request.route is not None:
         path, from_value = build_path(request.route, request.values)
-        matched = match_wire(ALLOW, request.method, path, from_value)
+        matched = match_wire(RouteIndex(ALLOW), request.method, path, from_value)
     else:
         matched = first_match(ALLOW, request.method, request.path)
     if matched is None:

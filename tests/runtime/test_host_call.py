@@ -8,6 +8,7 @@ import pytest
 
 from runtime import GuestGrant, HostReply, HostRequest
 from runtime import run_sandbox as run
+from specgen.route_index import RouteIndex
 from specgen.routes import Route, first_match
 
 FORBIDDEN = b"forbidden by sandbox capability allowlist\n"
@@ -337,11 +338,16 @@ def test_client_embeds_allow_list_in_grant_order_and_empty_reaches_nothing():
         r.stdout == "host api call not permitted by sandbox capability: GET /v1/items/a\n"
         and rec.calls == []
     )
-    r = run(
-        'print(execArgv[2].indexOf(\'var allow = [{"m":"GET","p":"/v1/items/*"},{"m":"POST"\') >= 0)',
-        grant=GuestGrant(allow=ALLOW),
-    )
-    assert r.stdout == "true\n"
+    # What the guest holds is the allow list as the route index, positions in grant order.
+    r = run("print(execArgv[2])", grant=GuestGrant(allow=ALLOW))
+    literal = r.stdout.split("var index = JSON.parse(", 1)[1].split(");\n", 1)[0]
+    embedded = json.loads(json.loads(literal))
+    assert embedded == RouteIndex(ALLOW).to_json()
+    assert embedded["GET 3"] == {
+        "f": 0,
+        "l": {"v1": {"f": 0, "l": {"items": {"f": 0, "w": [["*", {"f": 0, "e": 0}]]}}}},
+    }
+    assert embedded["POST 2"]["l"]["v1"]["l"]["items"] == {"f": 1, "e": 1}
 
 
 def test_client_under_a_custom_global_with_exactly_six_functions():

@@ -183,3 +183,38 @@ def test_only_a_one_shot_process_keeps_a_result_until_exit() -> None:
     finally:
         oneshot._one_shot.clear()
         oneshot._kept.clear()
+
+
+def test_help_lists_the_runtime_commands_without_importing_the_runtime() -> None:
+    probe = """
+import json, sys
+from specgen.cli import main
+sys.argv = ["specgen", "--help"]
+try:
+    main()
+except SystemExit:
+    pass
+print(json.dumps(sorted(m for m in sys.modules if m == "runtime" or m.startswith("runtime."))))
+"""
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    *listing, loaded = proc.stdout.splitlines()
+    assert json.loads(loaded) == []
+    rows = {line.split()[0]: line for line in listing if line.startswith("  ")}
+    assert rows["run"].split(None, 1)[1].startswith("Run CODE.js in a fresh sandbox")
+    assert rows["mcp"].split(None, 1)[1].startswith("Serve agent code execution")
+
+
+def test_the_listed_summaries_are_the_plugged_in_commands_own_short_help() -> None:
+    from importlib.metadata import entry_points
+
+    import click
+
+    from specgen.cli import PLUGIN_SUMMARIES
+
+    plugins = {ep.name: ep for ep in entry_points(group="specgen.commands")}
+    assert set(PLUGIN_SUMMARIES) <= set(plugins)
+    for name, summary in PLUGIN_SUMMARIES.items():
+        real = plugins[name].load()
+        stand_in = click.Command(name, help=summary)
+        for limit in (12, 30, 45, 60, 80, 10**6):
+            assert stand_in.get_short_help_str(limit) == real.get_short_help_str(limit), name

@@ -23,7 +23,7 @@ def test_other_characters_are_not(ch: str) -> None:
 
 
 @pytest.mark.parametrize("target", ["/a", "/c", "/bb", "/B", "/v1/itemz", "/v1/item"])
-def test_a_literal_segment_matches_only_itself(target: str) -> None:
+def test_a_literalsegment_matches_only_itself(target: str) -> None:
     # kills `w != g` -> `w < g` (or `>`): a literal compares equal, never ordered
     allow = (Route("/b", "GET"), Route("/v1/items", "GET"))
     assert first_match(allow, "GET", target) is None
@@ -69,7 +69,7 @@ from specgen.routes import (  # noqa: E402
         ),  # end `len(got) - len(suffix)` -> `+`, `*`, `%`, `**`, `<<`, `|`, `^`
     ],
 )
-def test_a_partial_segment_matches_a_value_between_its_prefix_and_suffix(
+def test_a_partialsegment_matches_a_value_between_its_prefix_and_suffix(
     pattern: str, target: str
 ) -> None:
     assert Route(pattern, "GET").matches("GET", target)
@@ -107,7 +107,7 @@ def test_route_error_refuses_a_partial_segment_unless_asked() -> None:
 
 @pytest.mark.parametrize("pattern", ["/a/x*.json", "/a/*", "/a/b", "/a/$*"])
 def test_a_route_covers_itself(pattern: str) -> None:
-    """kills `mine == theirs` -> `mine is theirs` in _segment_covers (two splits of equal
+    """kills `mine == theirs` -> `mine is theirs` in segment_covers (two splits of equal
     text are different objects)."""
     assert Route(pattern, "GET").covers(Route(pattern, "GET"))
     assert Route(pattern, "GET").covers(Route("".join([pattern, ""]), "GET"))
