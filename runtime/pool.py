@@ -196,7 +196,7 @@ def _lost(
             failure=WORKER_DIED,
         )
     snapshot = trace.snapshot()
-    record = orjson.loads(audit_line(name, snapshot, options.get("trace_id")))
+    record = orjson.loads(audit_line(name, snapshot, options.get("trace_id"), isolation="process"))
     record["worker_died"] = True
     result = RunResult(
         stdout="",

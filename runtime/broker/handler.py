@@ -261,7 +261,12 @@ class Broker:
             return refusal(429, MSG_HELD)
 
         admitted = _Admitted(
-            route, request, len(payload), self.trace.reserve(route), params=plan.param_names, plan=plan
+            route,
+            request,
+            len(payload),
+            self.trace.reserve(route),
+            params=plan.param_names,
+            plan=plan,
         )
         with self._lock:
             self._open[admitted.seq] = admitted
