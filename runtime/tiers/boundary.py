@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 import signal
 import subprocess
@@ -218,7 +219,7 @@ def run_isolated(
             elif kind in ("call", "start") and isinstance(call_id, int):
                 request = wire.request_from(frame, blob)
                 if kind == "call":
-                    answer(call_id, _safe(lambda: broker(request)))
+                    answer(call_id, _safe(functools.partial(broker, request)))
                     continue
                 try:
                     work = broker.start(request)

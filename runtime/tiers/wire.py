@@ -283,7 +283,7 @@ def result_from(d: dict[str, Any], *, output_bytes: int) -> RunResult:
     if not 0 <= exit_code <= 255 or refused < 0 or not 0 <= duration < 1e6:
         raise WireError("the run's exit code, count or duration is out of range")
     internal = _get(d, "internal_error", str)
-    if len(internal) > 64 or not internal.replace("_", "").isalnum() and internal:
+    if len(internal) > 64 or (internal and not internal.replace("_", "").isalnum()):
         raise WireError("the run's internal_error is not a type name")
     return RunResult(
         stdout=stdout,
