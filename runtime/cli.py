@@ -74,6 +74,19 @@ _GLOB_MAGIC = frozenset("*?[")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+#: The isolation tiers, weakest first (runtime/tiers/launch.py says what each builds).
+ISOLATION_TIERS = ("process", "worker", "gvisor")
+
+
+def isolation_option(help_text: str) -> Callable[[F], F]:
+    """`--isolation process|worker|gvisor` as `specgen run` and `specgen mcp` take it."""
+    return click.option(
+        "--isolation",
+        type=click.Choice(ISOLATION_TIERS),
+        default=None,
+        help=help_text,
+    )
+
 
 def workers_option(help_text: str) -> Callable[[F], F]:
     """`--workers N` as `specgen run` and `specgen mcp` both take it (0 to 64, default
@@ -158,6 +171,13 @@ def _refusals(func: F) -> F:
     "Batch only: worker processes for the runs (default: one per core, at most one per"
     " file); 0 runs them one after another in this process."
 )
+@isolation_option(
+    "Where agent code runs relative to the key: process (with the broker and the key, in"
+    " this process), worker (an engine process under bubblewrap with no key, network,"
+    " grants file or writable file) or gvisor (that process inside gVisor's runsc)."
+    " Default: process for one file, worker for a batch. A tier that cannot start here"
+    " is refused; none falls back to a weaker one."
+)
 @_refusals
 def run(
     code_args: tuple[Path, ...],
@@ -170,6 +190,7 @@ def run(
     memory_mb: int,
     as_json: bool,
     workers: int | None,
+    isolation: str | None,
 ) -> None:
     """Run CODE.js in a fresh sandbox with the profile's client and preamble.
 
@@ -190,21 +211,40 @@ def run(
     if base_url is not None:
         profile = profile.with_base_url(base_url)
     limits = Limits(timeout_s=timeout_s, memory_mb=memory_mb)
+    if isolation is None:
+        isolation = "worker" if batch and workers != 0 else "process"
+    if isolation != "process" and workers == 0:
+        raise RunInputError(
+            f"--isolation {isolation} runs the engine in another process; --workers 0 runs"
+            " it in this one: choose one"
+        )
 
-    if not batch:
+    if not batch and isolation == "process":
         # A missing or tampered engine is an EngineError (a Refusal), never a traceback.
         outcome = run_with_grant(codes[0], profile, limits=limits, trace_id=trace_id, caller=caller)
         _report(outcome, timeout_s, as_json)
         sys.exit(outcome.result.exit_code)
 
     workers = RunPool.default_workers() if workers is None else workers
+    if not batch:  # one file on an isolated tier: one engine process
+        with RunPool(grants_file, workers=1, isolation=isolation) as single:
+            outcome = single.run(
+                codes[0],
+                profile,
+                caller=caller,
+                timeout_s=timeout_s,
+                memory_mb=memory_mb,
+                trace_id=trace_id,
+            )
+        _report(outcome, timeout_s, as_json)
+        sys.exit(outcome.result.exit_code)
     if workers == 0:
         outcomes: Iterator[RunOutcome | Refusal] = (
             _in_process(code, profile, limits, tid, caller)
             for code, tid in zip(codes, trace_ids, strict=True)
         )
         sys.exit(_report_batch(files, outcomes, timeout_s, as_json))
-    pool = RunPool(grants_file, workers=min(workers, len(files)))
+    pool = RunPool(grants_file, workers=min(workers, len(files)), isolation=isolation)
     futures: list[concurrent.futures.Future[RunOutcome]] = []
     try:
         for code, tid in zip(codes, trace_ids, strict=True):
@@ -331,6 +371,7 @@ def _report(outcome: RunOutcome, timeout_s: float, as_json: bool, file: Path | N
             timed_out=result.timed_out,
             duration_s=round(result.duration_s, 6),
             internal_error=result.internal_error or None,
+            isolation=orjson.loads(outcome.audit).get("isolation"),
             audit=orjson.loads(outcome.audit),
         )
         click.echo(_json_line(record))

@@ -17,6 +17,7 @@ from runtime import (
     EngineError,
     GrantsError,
     Profile,
+    Refusal,
     RunPool,
     Secret,
     load_grants,
@@ -153,15 +154,26 @@ def open_grant(
     timeout_s: float = 5.0,
     memory_mb: int = 256,
     workers: int = 0,
+    isolation: str | None = None,
 ) -> Grant:
-    """Load and select the profile as `specgen run` does; GrantError with one line on a fault."""
+    """Load and select the profile as `specgen run` does; GrantError with one line on a fault.
+
+    `isolation` is the runs' tier: worker by default when there are workers, process
+    (this process's threads) when there are none; a tier that cannot start is refused.
+    """
     try:
         profile = load_grants(grants_file).select(profile_name, caller)
         if base_url is not None:
             profile = profile.with_base_url(base_url)
     except GrantsError as exc:
         raise GrantError(str(exc)) from None
-    pool = RunPool(grants_file, workers=workers) if workers > 0 else None
+    tier = isolation or ("worker" if workers > 0 else "process")
+    if tier != "process" and workers <= 0:
+        raise GrantError(f"--isolation {tier} needs worker processes; --workers 0 runs in this one")
+    try:
+        pool = RunPool(grants_file, workers=workers, isolation=tier) if workers > 0 else None
+    except Refusal as exc:
+        raise GrantError(exc.line) from None
     return Grant(profile, caller, timeout_s, memory_mb, pool)
 
 

@@ -171,7 +171,6 @@ def run_isolated(
     )
     if not engine.alive:
         raise launch.IsolationError(f"--isolation {engine.tier}: the engine process has ended")
-    engine.warm(grant)
     deadline = time.monotonic() + limits.timeout_s
     broker = Broker(
         profile,
@@ -197,6 +196,7 @@ def run_isolated(
     result: sandbox.RunResult | None = None
     failure = ""
     try:
+        engine.warm(grant)  # at once when the pool warmed it; else the image is built now
         with sending:
             engine.send(
                 {
