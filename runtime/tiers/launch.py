@@ -121,6 +121,7 @@ def command(tier: str, hidden: Iterable[Path] = (), *, escape_hook: bool = False
         if any(path.is_relative_to(f) for f in folders) and path.exists():
             view += ["--ro-bind", "/dev/null", str(path)]
     view += ["--proc", "/proc", "--size", str(SCRATCH_BYTES), "--tmpfs", "/tmp", "--chdir", "/tmp"]
+
     python = [
         sys.executable,
         "-I",
@@ -130,7 +131,9 @@ def command(tier: str, hidden: Iterable[Path] = (), *, escape_hook: bool = False
     ]
     if escape_hook:
         python.append("--test-escape-hook")
-    common = ["--die-with-parent", "--new-session", "--unshare-pid"]
+    # bwrap builds the view's root (and the folders leading to each bind) on a tmpfs:
+    # read-only too, after the last mount, so the only writable place is /tmp.
+    common = ["--remount-ro", "/", "--die-with-parent", "--new-session", "--unshare-pid"]
     if runsc is None:
         return [bwrap, *view, "--dev", "/dev", *common, "--unshare-all", *python]
     # runsc needs the host's /dev and /sys (read-only, cgroups left alone), state under
@@ -155,6 +158,9 @@ def command(tier: str, hidden: Iterable[Path] = (), *, escape_hook: bool = False
         "--network=none",
         "do",
         "-quiet",
+        # No overlay: writes go to the view itself, which is read-only but for /tmp,
+        # instead of succeeding into gVisor's memory.
+        "-force-overlay=false",
         *python,
     ]
 
