@@ -195,6 +195,8 @@ def run_isolated(
 
     result: sandbox.RunResult | None = None
     failure = ""
+    #: Started calls the broker decided and the engine has not said `go` for yet.
+    started: dict[int, Callable[[], HostReply]] = {}
     try:
         engine.warm(grant)  # at once when the pool warmed it; else the image is built now
         with sending:
@@ -221,10 +223,17 @@ def run_isolated(
                 if kind == "call":
                     answer(call_id, _safe(functools.partial(broker, request)))
                     continue
+                if call_id in started:
+                    raise wire.WireError("a call id used twice")
                 try:
-                    work = broker.start(request)
+                    # Decided now, in the guest's order; sent when the engine says go.
+                    started[call_id] = broker.start(request)
                 except Exception:
-                    answer(call_id, HostReply(status=500, body=b""))
+                    started[call_id] = functools.partial(HostReply, status=500, body=b"")
+            elif kind == "go" and isinstance(call_id, int) and call_id in started:
+                work = started.pop(call_id)
+                if frame.get("inline") is True:  # the guest waits for this call alone
+                    answer(call_id, _safe(work))
                     continue
                 if senders is None:
                     senders = ThreadPoolExecutor(MAX_IN_FLIGHT, thread_name_prefix="plimsoll-send")

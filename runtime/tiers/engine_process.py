@@ -82,22 +82,29 @@ class _Pipe:
                     waiter.put(None)
                 self._waiting.clear()
 
-    def ask(self, kind: str, request: HostRequest) -> queue.SimpleQueue[HostReply | None]:
+    def ask(
+        self, kind: str, request: HostRequest
+    ) -> tuple[int, queue.SimpleQueue[HostReply | None]]:
         call_id = next(self._ids)
         answer: queue.SimpleQueue[HostReply | None] = queue.SimpleQueue()
         with self._lock:
             self._waiting[call_id] = answer
         fields, body = wire.request_fields(request)
         self.send({"t": kind, "id": call_id, **fields}, body)
-        return answer
+        return call_id, answer
 
 
 class PipeHandler:
     """The sandbox's `HostHandler` in an engine process: every call is the broker's.
 
     `start` sends the call at once, on the guest's thread and in the guest's order, so
-    the broker decides started calls in that order exactly as in-process; what it
-    returns only waits for the reply.
+    the broker decides started calls in that order exactly as in-process (`start`).
+    What it returns is what the sandbox runs when it sends the call (`dispatch`): it
+    says `go`, and then waits for the reply. `go` says whether it runs on the guest's
+    own thread (the guest waits for this one call and can start no other meanwhile),
+    so the broker sends it on its reading thread, without handing it to another, as
+    the in-process bridge does; a call the run never sent gets no `go`, and the broker
+    records it as admitted and never sent, as in-process.
     """
 
     def __init__(self, pipe: _Pipe, deadline: float) -> None:
@@ -112,11 +119,17 @@ class PipeHandler:
         return reply
 
     def __call__(self, request: HostRequest) -> HostReply:
-        return self._wait(self._pipe.ask("call", request))
+        return self._wait(self._pipe.ask("call", request)[1])
 
     def start(self, request: HostRequest) -> Any:
-        answer = self._pipe.ask("start", request)
-        return lambda: self._wait(answer)
+        call_id, answer = self._pipe.ask("start", request)
+        guest = threading.get_ident()
+
+        def send() -> HostReply:
+            self._pipe.send({"t": "go", "id": call_id, "inline": threading.get_ident() == guest})
+            return self._wait(answer)
+
+        return send
 
 
 def _limit_self(address_space_mb: int, cpu_s: int, open_files: int, file_mb: int) -> None:
