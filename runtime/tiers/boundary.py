@@ -66,10 +66,11 @@ class EngineProcess:
             ) from None
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self._in = self.proc.stdout.fileno()
+        self._reader = wire.FrameReader(self._in)
         self._out = self.proc.stdin.fileno()
         threading.Thread(target=self._drain_stderr, daemon=True).start()
         try:
-            hello, _ = wire.read_frame(self._in, deadline=time.monotonic() + START_TIMEOUT_S)
+            hello, _ = self._reader.read(deadline=time.monotonic() + START_TIMEOUT_S)
             if hello.get("t") != "hello" or not isinstance(hello.get("pid"), int):
                 raise wire.WireError("no hello")
         except wire.WireError:
@@ -99,7 +100,7 @@ class EngineProcess:
         wire.write_frame(self._out, header, blob)
 
     def read(self, deadline: float, *, max_blob: int = wire.MAX_BLOB_BYTES) -> tuple[dict, bytes]:
-        return wire.read_frame(self._in, deadline=deadline, max_blob=max_blob)
+        return self._reader.read(deadline=deadline, max_blob=max_blob)
 
     def warm(self, grant: sandbox.GuestGrant) -> None:
         """Build the grant's memory image in the engine process, once."""
@@ -196,7 +197,7 @@ def run_isolated(
     result: sandbox.RunResult | None = None
     failure = ""
     #: Started calls the broker decided and the engine has not said `go` for yet.
-    started: dict[int, Callable[[], HostReply]] = {}
+    decided: dict[int, Callable[[], HostReply]] = {}
     try:
         engine.warm(grant)  # at once when the pool warmed it; else the image is built now
         with sending:
@@ -223,15 +224,15 @@ def run_isolated(
                 if kind == "call":
                     answer(call_id, _safe(functools.partial(broker, request)))
                     continue
-                if call_id in started:
+                if call_id in decided:
                     raise wire.WireError("a call id used twice")
                 try:
                     # Decided now, in the guest's order; sent when the engine says go.
-                    started[call_id] = broker.start(request)
+                    decided[call_id] = broker.start(request)
                 except Exception:
-                    started[call_id] = functools.partial(HostReply, status=500, body=b"")
-            elif kind == "go" and isinstance(call_id, int) and call_id in started:
-                work = started.pop(call_id)
+                    decided[call_id] = functools.partial(HostReply, status=500, body=b"")
+            elif kind == "go" and isinstance(call_id, int) and call_id in decided:
+                work = decided.pop(call_id)
                 if frame.get("inline") is True:  # the guest waits for this call alone
                     answer(call_id, _safe(work))
                     continue

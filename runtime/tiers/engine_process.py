@@ -51,6 +51,8 @@ class _Pipe:
 
     def __init__(self) -> None:
         self._writing = threading.Lock()
+        #: Started calls' frames not written yet, in the guest's order.
+        self._held: list[bytes] = []
         self._ids = itertools.count(1)
         self._waiting: dict[int, queue.SimpleQueue[HostReply | None]] = {}
         self._lock = threading.Lock()
@@ -58,15 +60,29 @@ class _Pipe:
         self.inbox: queue.SimpleQueue[tuple[dict[str, Any], bytes] | None] = queue.SimpleQueue()
 
     def send(self, header: dict[str, Any], blob: bytes = b"") -> None:
+        """Write one frame, after every held one (in the order they were held)."""
+        frame = wire.encode(header, blob)
         with self._writing:
-            wire.write_frame(_OUT, header, blob)
+            if self._held:
+                frame = b"".join([*self._held, frame])
+                self._held.clear()
+            view = memoryview(frame)
+            while view:
+                view = view[os.write(_OUT, view) :]
+
+    def hold(self, header: dict[str, Any], blob: bytes = b"") -> None:
+        """Keep a frame to go out with the next one sent (see `PipeHandler`)."""
+        frame = wire.encode(header, blob)
+        with self._writing:
+            self._held.append(frame)
 
     def read_forever(self) -> None:
         """The reader thread: replies to their waiters, anything else to the inbox."""
+        reader = wire.FrameReader(_IN)
         try:
             while True:
-                header, blob = wire.read_frame(
-                    _IN, max_json=_MAX_FROM_BROKER_JSON, max_blob=_MAX_FROM_BROKER_BLOB
+                header, blob = reader.read(
+                    max_json=_MAX_FROM_BROKER_JSON, max_blob=_MAX_FROM_BROKER_BLOB
                 )
                 if header["t"] == "reply":
                     with self._lock:
@@ -90,21 +106,24 @@ class _Pipe:
         with self._lock:
             self._waiting[call_id] = answer
         fields, body = wire.request_fields(request)
-        self.send({"t": kind, "id": call_id, **fields}, body)
+        (self.hold if kind == "start" else self.send)({"t": kind, "id": call_id, **fields}, body)
         return call_id, answer
 
 
 class PipeHandler:
     """The sandbox's `HostHandler` in an engine process: every call is the broker's.
 
-    `start` sends the call at once, on the guest's thread and in the guest's order, so
-    the broker decides started calls in that order exactly as in-process (`start`).
-    What it returns is what the sandbox runs when it sends the call (`dispatch`): it
-    says `go`, and then waits for the reply. `go` says whether it runs on the guest's
-    own thread (the guest waits for this one call and can start no other meanwhile),
-    so the broker sends it on its reading thread, without handing it to another, as
-    the in-process bridge does; a call the run never sent gets no `go`, and the broker
-    records it as admitted and never sent, as in-process.
+    `start` queues the call's frame, on the guest's thread and in the guest's order; it
+    goes out ahead of the next frame written (the `go` of this or another call, a
+    blocking call, the run's `done`), so the broker decides started calls in the
+    guest's order exactly as in-process (`Broker.start`), and a guest awaiting one call
+    at a time costs one write and one wake-up per call, not two. What `start` returns
+    is what the sandbox runs when it sends the call (`dispatch`): it says `go`, and
+    then waits for the reply. `go` says whether it runs on the guest's own thread (the
+    guest waits for this one call and can start no other meanwhile), so the broker
+    sends it on its reading thread, without handing it to another, as the in-process
+    bridge does; a call the run never sent gets no `go`, and the broker records it as
+    admitted and never sent, as in-process.
     """
 
     def __init__(self, pipe: _Pipe, deadline: float) -> None:

@@ -55,39 +55,51 @@ def write_frame(fd: int, header: dict[str, Any], blob: bytes = b"") -> None:
         view = view[os.write(fd, view) :]
 
 
-def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
-    parts: list[bytes] = []
-    while n:
-        if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                raise WireTimeout("no frame before the deadline")
-        chunk = os.read(fd, min(n, 1 << 20))
-        if not chunk:
-            raise PeerGone("the pipe closed")
-        parts.append(chunk)
-        n -= len(chunk)
-    return b"".join(parts)
+class FrameReader:
+    """Frames from one pipe, read in large pieces: one `read` usually brings a whole
+    frame (or several), where reading the head, the JSON and the blob each on its own
+    cost a system call apiece on every host call."""
 
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._buffer = bytearray()
 
-def read_frame(
-    fd: int,
-    *,
-    deadline: float | None = None,
-    max_json: int = MAX_JSON_BYTES,
-    max_blob: int = MAX_BLOB_BYTES,
-) -> tuple[dict[str, Any], bytes]:
-    """One frame: its JSON object and blob. Sizes are checked before anything is read."""
-    size, blob_size = _HEAD.unpack(_read_exact(fd, _HEAD.size, deadline))
-    if size > max_json or blob_size > max_blob:
-        raise WireError(f"frame of {size} + {blob_size} bytes is over the limit")
-    try:
-        header = orjson.loads(_read_exact(fd, size, deadline))
-    except orjson.JSONDecodeError:
-        raise WireError("frame is not JSON") from None
-    if not isinstance(header, dict) or not isinstance(header.get("t"), str):
-        raise WireError("frame is not an object with a type")
-    return header, _read_exact(fd, blob_size, deadline) if blob_size else b""
+    def _fill(self, n: int, deadline: float | None) -> None:
+        """Until the buffer holds `n` bytes; a deadline bounds the whole wait."""
+        while len(self._buffer) < n:
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([self.fd], [], [], left)[0]:
+                    raise WireTimeout("no frame before the deadline")
+            chunk = os.read(self.fd, max(1 << 16, min(n - len(self._buffer), 16 << 20)))
+            if not chunk:
+                raise PeerGone("the pipe closed")
+            self._buffer += chunk
+
+    def read(
+        self,
+        *,
+        deadline: float | None = None,
+        max_json: int = MAX_JSON_BYTES,
+        max_blob: int = MAX_BLOB_BYTES,
+    ) -> tuple[dict[str, Any], bytes]:
+        """One frame: its JSON object and blob. Sizes are checked before the rest is read."""
+        self._fill(_HEAD.size, deadline)
+        size, blob_size = _HEAD.unpack_from(self._buffer)
+        if size > max_json or blob_size > max_blob:
+            raise WireError(f"frame of {size} + {blob_size} bytes is over the limit")
+        end = _HEAD.size + size + blob_size
+        self._fill(end, deadline)
+        data = bytes(self._buffer[_HEAD.size : _HEAD.size + size])
+        blob = bytes(self._buffer[_HEAD.size + size : end])
+        del self._buffer[:end]
+        try:
+            header = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            raise WireError("frame is not JSON") from None
+        if not isinstance(header, dict) or not isinstance(header.get("t"), str):
+            raise WireError("frame is not an object with a type")
+        return header, blob
 
 
 # -- typed fields ------------------------------------------------------------------------

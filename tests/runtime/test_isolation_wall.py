@@ -266,7 +266,7 @@ def test_killing_it_mid_run_leaves_the_audit_line_with_every_admitted_call(
     before = len(walled.api.requests)
     code = (
         f'await memory.post("{MINE}/recall", {{query: "one"}});'
-        f' memory.post("{MINE}/recall", {{query: "two"}});'
+        f' await memory.post("{MINE}/recall", {{query: "two"}});'
         " while (true) {}"
     )
     outcomes: list[Any] = []
@@ -296,7 +296,7 @@ def test_killing_it_mid_run_leaves_the_audit_line_with_every_admitted_call(
     record = json.loads(outcome.audit)
     assert record["isolation"] == walled.tier and record["trace_id"] == "killed"
     assert [c["seq"] for c in record["calls"]] == [1, 2]
-    assert record["calls"][0]["status"] == 200 and record["calls"][0]["delivered"] is True
+    assert [(c["status"], c["delivered"]) for c in record["calls"]] == [(200, True)] * 2
     assert not engine.alive
 
 

@@ -212,3 +212,44 @@ def test_the_cli_batch_and_json_name_the_tier(tmp_path: Path, api: FakeAPI) -> N
         run, [*files, *base, "--isolation", "worker", "--workers", "0"], env=env
     )
     assert refused.exit_code == 1 and "--workers 0" in refused.stderr
+
+
+PROGRAMS = [
+    RECALL,
+    'const r = await Promise.all(["a", "b", "c"].map(i => memory.items(i)));'
+    " print(r.map(x => x.ok).join());",
+    'memory.items("started, never awaited"); print("left");',
+    'try { await memory.get("/not/allowed"); } catch (e) { print(String(e)); }',
+    'throw new Error("boom")',
+    "while (true) {}",
+    'print("x".repeat(100000))',
+    "for (let i = 0; i < 3; i++) { try { await memory.items(String(i)); }"
+    " catch (e) { print(String(e)); } }",
+]
+
+
+def _same(outcome) -> tuple:
+    record = json.loads(outcome.audit)
+    assert record.pop("isolation") in ("process", "worker")
+    for call in record["calls"]:
+        call.pop("latency_ms")
+    result = outcome.result
+    return (result.stdout, result.stderr, result.exit_code, result.timed_out, record)
+
+
+@pytest.mark.parametrize("code", PROGRAMS)
+def test_the_worker_tier_answers_exactly_as_the_process_tier(
+    worker_pool: tuple[RunPool, Path], api: FakeAPI, code: str
+) -> None:
+    from runtime import run_profile
+
+    pool, path = worker_pool
+    grant = load_grants(path).select("agent-memory", CALLER).with_base_url(api.url)
+    if "i < 3" in code:  # past the budget: the broker refuses the third call itself
+        capped = path.parent / "capped"
+        capped.mkdir(exist_ok=True)
+        grant = load_grants(grants_file(capped, max_calls=2)).select("agent-memory", CALLER)
+        grant = grant.with_base_url(api.url)
+    here = run_profile(code, grant, caller=CALLER, timeout_s=1)
+    there = pool.run(code, grant, caller=CALLER, timeout_s=1)
+    assert _same(there) == _same(here)
