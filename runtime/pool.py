@@ -436,6 +436,11 @@ class RunPool:
             if not future.set_running_or_notify_cancel():
                 continue
             if isinstance(engine, BaseException):
+                engine = self._engine()  # a replacement that failed to start: try again
+            elif not engine.alive:
+                engine.kill()  # it died between runs (killed, out of memory): a new one
+                engine = self._engine()
+            if isinstance(engine, BaseException):
                 future.set_exception(engine)
                 continue
             code, sent, caller, options = job

@@ -68,13 +68,15 @@ class EngineProcess:
         self._in = self.proc.stdout.fileno()
         self._reader = wire.FrameReader(self._in)
         self._out = self.proc.stdin.fileno()
-        threading.Thread(target=self._drain_stderr, daemon=True).start()
+        drain = threading.Thread(target=self._drain_stderr, daemon=True)
+        drain.start()
         try:
             hello, _ = self._reader.read(deadline=time.monotonic() + START_TIMEOUT_S)
             if hello.get("t") != "hello" or not isinstance(hello.get("pid"), int):
                 raise wire.WireError("no hello")
         except wire.WireError:
             self.kill()
+            drain.join(timeout=2)  # its last words, if it said any
             why = self._stderr.decode("utf-8", "replace").strip().splitlines()
             raise launch.IsolationError(
                 f"--isolation {tier}: the engine process did not start"

@@ -135,7 +135,19 @@ def command(tier: str, hidden: Iterable[Path] = (), *, escape_hook: bool = False
     # read-only too, after the last mount, so the only writable place is /tmp.
     common = ["--remount-ro", "/", "--die-with-parent", "--new-session", "--unshare-pid"]
     if runsc is None:
-        return [bwrap, *view, "--dev", "/dev", *common, "--unshare-all", *python]
+        # --unshare-all makes a user namespace too, in which the process would hold
+        # every capability (over that namespace's own resources): drop them all.
+        return [
+            bwrap,
+            *view,
+            "--dev",
+            "/dev",
+            *common,
+            "--unshare-all",
+            "--cap-drop",
+            "ALL",
+            *python,
+        ]
     # runsc needs the host's /dev and /sys (read-only, cgroups left alone), state under
     # a tmpfs /run, and the capabilities to build its sandbox.
     return [
@@ -150,6 +162,8 @@ def command(tier: str, hidden: Iterable[Path] = (), *, escape_hook: bool = False
         "--tmpfs",
         "/run",
         *common,
+        "--unshare-net",
+        "--unshare-ipc",
         "--cap-add",
         "ALL",
         runsc,
