@@ -31,6 +31,7 @@ from runtime import sandbox
 from runtime.broker import Broker, Profile, audit_line
 from runtime.broker.handler import MAX_IN_FLIGHT
 from runtime.contract import HostReply
+from runtime.sandbox.bridge import MAX_PENDING_CALLS
 from runtime.session import _SANDBOX_CALL_HEADROOM, RunOutcome, _checked
 from runtime.tiers import launch, wire
 
@@ -42,6 +43,9 @@ DONE_GRACE_S = 3.0
 ENGINE_DIED = "EngineDied"
 ENGINE_PROTOCOL = "EngineProtocolError"
 _STDERR_KEPT = 2048
+#: Started calls the broker holds decided before the engine says go: the sandbox's own
+#: bound on unsettled calls.
+MAX_UNSENT_CALLS = MAX_PENDING_CALLS
 
 
 class EngineProcess:
@@ -226,8 +230,10 @@ def run_isolated(
                 if kind == "call":
                     answer(call_id, _safe(functools.partial(broker, request)))
                     continue
-                if call_id in decided:
-                    raise wire.WireError("a call id used twice")
+                if call_id in decided or len(decided) >= MAX_UNSENT_CALLS:
+                    # A sandbox holds at most MAX_PENDING_CALLS unsettled; an engine
+                    # claiming more is not one (and would grow this table for ever).
+                    raise wire.WireError("a call id used twice, or too many calls unsent")
                 try:
                     # Decided now, in the guest's order; sent when the engine says go.
                     decided[call_id] = broker.start(request)

@@ -303,26 +303,48 @@ def test_killing_it_mid_run_leaves_the_audit_line_with_every_admitted_call(
     assert not engine.alive
 
 
-def test_a_malformed_frame_ends_the_run_with_its_audit(walled: Walled) -> None:
+#: What escaped code writes on the pipe to the broker mid-run, standing for an engine
+#: process that no longer speaks the protocol.
+HOSTILE_FRAMES = {
+    # A frame that claims a 4 GiB blob: refused before a byte of it is read.
+    "oversized": "struct.pack('>II', 2, 0xFFFFFFFF) + b'{}'",
+    # Not JSON.
+    "not json": "struct.pack('>II', 3, 0) + b'{{{'",
+    # More started calls than a sandbox can hold, none ever sent: the broker's table of
+    # decided calls would grow for ever.
+    "flood": "b''.join(wire.encode({'t': 'start', 'id': 10**6 + i, 'method': 'GET',"
+    " 'path': '/v1/items/x', 'has_body': False, 'route': None, 'values': [], 'query': [],"
+    " 'headers': [], 'media_type': None}) for i in range(10_001))",
+}
+
+
+@pytest.mark.parametrize("hostile", sorted(HOSTILE_FRAMES))
+def test_a_malformed_frame_ends_the_run_with_its_audit(walled: Walled, hostile: str) -> None:
     engine = EngineProcess(walled.tier, hidden=[walled.grants], escape_hook=True)
-    # Escaped code arms a thread that, once the next run has made its call, writes a
-    # frame claiming a 4 GiB blob on the pipe to the broker.
+    # Escaped code arms a thread that, once the next run has made its call, writes the
+    # hostile bytes on the pipe to the broker.
     armed = escape(
         engine,
         "import os, struct, threading, time\n"
+        "from runtime.tiers import wire\n"
+        f"data = {HOSTILE_FRAMES[hostile]}\n"
         "def later():\n"
         "    time.sleep(1.5)\n"
-        "    os.write(1, struct.pack('>II', 2, 0xFFFFFFFF) + b'{}')\n"
+        "    view = memoryview(data)\n"
+        "    while view:\n"
+        "        view = view[os.write(1, view):]\n"
         "threading.Thread(target=later, daemon=True).start()\n"
         "result = 'armed'\n",
     )
     assert armed == "armed"
     code = f'await memory.post("{MINE}/recall", {{query: "q"}}); while (true) {{}}'
+    begun = time.monotonic()
     outcome = run_isolated(engine, code, walled.profile, caller=CALLER, limits=Limits(timeout_s=20))
+    assert time.monotonic() - begun < 15  # ended by the frame, not the run's timeout
     assert outcome.result.exit_code == EXIT_INTERNAL
     assert outcome.result.internal_error == ENGINE_PROTOCOL
     record = json.loads(outcome.audit)
-    assert [c["status"] for c in record["calls"]] == [200]
+    assert [c["status"] for c in record["calls"]][:1] == [200]
     assert not engine.alive  # killed: whatever else it would say is never read
 
 
