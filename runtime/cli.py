@@ -21,7 +21,9 @@ is read and every input checked before the first run starts, the runs go to a
 `runtime.RunPool` (`--workers`, one per core by default), each in a fresh sandbox with
 its own broker, trace and audit line, and the results are printed in input order as
 soon as each one and those before it are done. One CODE file runs in this process,
-exactly as before batches existed.
+exactly as before batches existed, unless `--isolation worker|gvisor` asks for an
+engine process (a RunPool of one); a batch runs on the worker tier unless told
+otherwise (runtime/tiers/).
 """
 
 from __future__ import annotations

@@ -272,6 +272,11 @@ def job_args(
 class RunPool:
     """Warm worker processes running `run_profile` for the profiles of one grants file.
 
+    `isolation` is the tier: `process` (workers that each hold the key next to their
+    engine), `worker` or `gvisor` (engine processes holding no key; the brokers run in
+    this process). An isolated tier that cannot start here is refused by the
+    constructor (`IsolationError`, one line); the pool never falls back to a weaker one.
+
     One pipe and one dispatching thread per worker, no executor in between: the threads
     wait on their pipes with the GIL released, so the parent adds tens of microseconds
     to a run (a ProcessPoolExecutor's feeder thread cost more than a run and kept two

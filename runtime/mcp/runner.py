@@ -77,7 +77,9 @@ class Grant:
     ) -> None:
         self._profile = profile
         #: Warm worker processes for the runs (every core), or None to run on the calling
-        #: thread; the workers load the grants file themselves, so no key crosses a pipe.
+        #: thread. On the worker and gvisor tiers they are engine processes holding no
+        #: key; on the process tier each loads the grants file itself. No key crosses a
+        #: pipe either way.
         self._pool = pool
         self._caller = caller
         block = profile.credential
