@@ -37,6 +37,8 @@ from runtime.tiers import launch, wire
 
 #: How long an engine process may take to start (imports, engine, a cold gVisor).
 START_TIMEOUT_S = 60.0
+#: How long one frame to the engine may wait for room in its pipe.
+SEND_TIMEOUT_S = 5.0
 #: How long past a run's deadline the broker waits for the engine's `done`.
 DONE_GRACE_S = 3.0
 #: `internal_error` of a run whose engine process died, stalled or broke the protocol.
@@ -61,6 +63,7 @@ class EngineProcess:
         self.tier = tier
         argv = launch.command(tier, hidden, escape_hook=escape_hook)
         self._images: set[tuple[str, tuple[tuple[str, str], ...], str]] = set()
+        self._writing = threading.Lock()
         self._stderr = b""
         try:
             self.proc = launch.popen(argv)
@@ -72,6 +75,7 @@ class EngineProcess:
         self._in = self.proc.stdout.fileno()
         self._reader = wire.FrameReader(self._in)
         self._out = self.proc.stdin.fileno()
+        os.set_blocking(self._out, False)
         drain = threading.Thread(target=self._drain_stderr, daemon=True)
         drain.start()
         try:
@@ -103,7 +107,12 @@ class EngineProcess:
         return self.proc.poll() is None
 
     def send(self, header: dict[str, Any], blob: bytes = b"") -> None:
-        wire.write_frame(self._out, header, blob)
+        """One whole frame; a lock per process, so frames from the threads answering
+        calls (this run's or a late one of the last) never interleave. An engine that
+        stops reading is given SEND_TIMEOUT_S (its reader thread never stops while it
+        is sound), then a WireTimeout, never a broker blocked for ever on a full pipe."""
+        with self._writing:
+            wire.write_frame(self._out, header, blob, deadline=time.monotonic() + SEND_TIMEOUT_S)
 
     def read(self, deadline: float, *, max_blob: int = wire.MAX_BLOB_BYTES) -> tuple[dict, bytes]:
         return self._reader.read(deadline=deadline, max_blob=max_blob)
@@ -187,14 +196,13 @@ def run_isolated(
         run_timeout_s=limits.timeout_s,
     )
     started = time.monotonic()
-    sending = threading.Lock()
     senders: ThreadPoolExecutor | None = None
     probe = scan_memory_for is not None
     memory = b""
 
     def answer(call_id: object, reply: HostReply) -> None:
         header, body = _reply_frame(call_id, reply)
-        with sending, contextlib.suppress(OSError):
+        with contextlib.suppress(OSError):
             engine.send(header, body)
 
     def send_later(call_id: object, work: Callable[[], HostReply]) -> None:
@@ -206,16 +214,15 @@ def run_isolated(
     decided: dict[int, Callable[[], HostReply]] = {}
     try:
         engine.warm(grant)  # at once when the pool warmed it; else the image is built now
-        with sending:
-            engine.send(
-                {
-                    "t": "run",
-                    "code": code,
-                    "grant": wire.grant_fields(grant),
-                    "limits": wire.limits_fields(limits),
-                    "probe": probe,
-                }
-            )
+        engine.send(
+            {
+                "t": "run",
+                "code": code,
+                "grant": wire.grant_fields(grant),
+                "limits": wire.limits_fields(limits),
+                "probe": probe,
+            }
+        )
         max_blob = (limits.memory_mb << 20) + (1 << 20) if probe else wire.MAX_BLOB_BYTES
         while result is None:
             frame, blob = engine.read(deadline + DONE_GRACE_S, max_blob=max_blob)
@@ -272,7 +279,9 @@ def run_isolated(
     except Exception:
         snapshot = broker.trace.snapshot()
     if senders is not None:
-        senders.shutdown(wait=False, cancel_futures=True)
+        # Closing the broker ended every call (cancelled, or answered within its grace),
+        # so the threads that answer them are done or about to be.
+        senders.shutdown(wait=True, cancel_futures=True)
     snapshot = dataclasses.replace(snapshot, denied=snapshot.denied + result.refused_calls)
     hits = 0
     if scan_memory_for:

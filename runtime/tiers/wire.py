@@ -49,10 +49,21 @@ def encode(header: dict[str, Any], blob: bytes = b"") -> bytes:
     return _HEAD.pack(len(data), len(blob)) + data + blob
 
 
-def write_frame(fd: int, header: dict[str, Any], blob: bytes = b"") -> None:
+def write_frame(
+    fd: int, header: dict[str, Any], blob: bytes = b"", *, deadline: float | None = None
+) -> None:
+    """Write one frame. With a deadline, `fd` must be non-blocking: a peer that stops
+    reading (its pipe full) is a WireTimeout at the deadline, never a writer stuck."""
     view = memoryview(encode(header, blob))
     while view:
-        view = view[os.write(fd, view) :]
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([], [fd], [], left)[1]:
+                raise WireTimeout("the peer stopped reading")
+        try:
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:
+            continue
 
 
 class FrameReader:
@@ -292,7 +303,7 @@ def result_from(d: dict[str, Any], *, output_bytes: int) -> RunResult:
     exit_code = _get(d, "exit_code", int)
     refused = _get(d, "refused_calls", int)
     duration = float(_get(d, "duration_s", (int, float)))
-    if not 0 <= exit_code <= 255 or refused < 0 or not 0 <= duration < 1e6:
+    if not 0 <= exit_code <= 255 or not 0 <= refused < 1 << 31 or not 0 <= duration < 1e6:
         raise WireError("the run's exit code, count or duration is out of range")
     internal = _get(d, "internal_error", str)
     if len(internal) > 64 or (internal and not internal.replace("_", "").isalnum()):

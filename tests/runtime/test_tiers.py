@@ -253,3 +253,62 @@ def test_the_worker_tier_answers_exactly_as_the_process_tier(
     here = run_profile(code, grant, caller=CALLER, timeout_s=1)
     there = pool.run(code, grant, caller=CALLER, timeout_s=1)
     assert _same(there) == _same(here)
+
+
+#: A stand-in engine process that speaks the protocol until the run starts, then asks
+#: for calls without ever reading a reply: the pipe to it fills up.
+DEAF_ENGINE = """
+import os, sys
+sys.path[:0] = [ROOT]
+from runtime.tiers import wire
+reader = wire.FrameReader(0)
+wire.write_frame(1, {"t": "hello", "pid": os.getpid()})
+while True:
+    frame, _ = reader.read()
+    if frame["t"] == "warm":
+        wire.write_frame(1, {"t": "ready"})
+    elif frame["t"] == "run":
+        break
+call = {"method": "GET", "path": "/v1/items/x", "has_body": False, "route": None,
+        "values": [], "query": [], "headers": [], "media_type": None}
+for i in range(100_000):
+    wire.write_frame(1, {"t": "call", "id": i, **call})
+"""
+
+
+def test_an_engine_that_stops_reading_cannot_stall_the_broker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+    import threading
+    import time
+
+    from runtime import Limits
+    from runtime.tiers import boundary
+
+    monkeypatch.setenv("CLOUDFLARE_API_TOKEN", KEY)
+    root = str(Path(__file__).resolve().parents[2])
+    script = f"ROOT = {root!r}\n" + DEAF_ENGINE
+    monkeypatch.setattr(launch, "command", lambda *a, **k: [sys.executable, "-c", script])
+    monkeypatch.setattr(boundary, "SEND_TIMEOUT_S", 1.0)
+    # Every call is refused at once (budget 1, then 429), so replies pile up fast.
+    profile = load_grants(grants_file(tmp_path, max_calls=1)).select("agent-memory", CALLER)
+    engine = boundary.EngineProcess("worker")
+    outcomes: list = []
+    runner = threading.Thread(
+        target=lambda: outcomes.append(
+            boundary.run_isolated(
+                engine, 'print("x")', profile, caller=CALLER, limits=Limits(timeout_s=20)
+            )
+        ),
+        daemon=True,
+    )
+    begun = time.monotonic()
+    runner.start()
+    runner.join(timeout=15)
+    assert outcomes, "the broker was stuck writing to an engine that does not read"
+    assert time.monotonic() - begun < 15
+    outcome = outcomes[0]
+    assert outcome.result.internal_error == boundary.ENGINE_DIED
+    assert json.loads(outcome.audit)["denied"] > 100  # it did answer, until the pipe was full
+    assert not engine.alive
