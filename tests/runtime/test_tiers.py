@@ -312,3 +312,24 @@ def test_an_engine_that_stops_reading_cannot_stall_the_broker(
     assert outcome.result.internal_error == boundary.ENGINE_DIED
     assert json.loads(outcome.audit)["denied"] > 100  # it did answer, until the pipe was full
     assert not engine.alive
+
+
+def test_the_mcp_servers_runs_default_to_the_worker_tier(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from runtime.mcp.runner import GrantError, open_grant
+
+    monkeypatch.setenv("CLOUDFLARE_API_TOKEN", KEY)
+    path = grants_file(tmp_path)
+    grant = open_grant(path, "agent-memory", CALLER, workers=1)
+    try:
+        assert grant._pool is not None and grant._pool.isolation == "worker"
+        assert grant.run('print("served")').stdout == "served\n"
+    finally:
+        grant._pool.close()
+    assert open_grant(path, "agent-memory", CALLER, workers=0)._pool is None  # process tier
+    with pytest.raises(GrantError, match="--workers 0"):
+        open_grant(path, "agent-memory", CALLER, workers=0, isolation="worker")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(GrantError, match=r"^--isolation gvisor: bwrap is not installed"):
+        open_grant(path, "agent-memory", CALLER, workers=1, isolation="gvisor")
