@@ -78,20 +78,24 @@ def walled(request: pytest.FixtureRequest) -> Iterator[Walled]:
     mp.setenv("CLOUDFLARE_API_TOKEN", KEY)
     api = FakeAPI()
     grants = _visible_grants_file()
-    profile = load_grants(grants).select("agent-memory", CALLER).with_base_url(api.url)
-    engine = EngineProcess(request.param, hidden=[grants], escape_hook=True)
-    marker = f"wall-marker-{secrets.token_hex(8)}"
-    # A run whose call the broker sends with the key attached, so the key has been used
-    # by this run when the engine process is searched.
-    code = f'const m = "{marker}"; await memory.post("{MINE}/recall", {{query: m}}); print(m);'
-    outcome = run_isolated(engine, code, profile, caller=CALLER)
-    assert outcome.result.exit_code == 0, outcome.result.stderr
-    assert api.requests[-1].headers["authorization"] == f"Bearer {KEY}"
-    yield Walled(request.param, engine, api, grants, profile, marker)
-    engine.close()
-    api.close()
-    shutil.rmtree(grants.parent)
-    mp.undo()
+    engine: EngineProcess | None = None
+    try:
+        profile = load_grants(grants).select("agent-memory", CALLER).with_base_url(api.url)
+        engine = EngineProcess(request.param, hidden=[grants], escape_hook=True)
+        marker = f"wall-marker-{secrets.token_hex(8)}"
+        # A run whose call the broker sends with the key attached, so the key has been
+        # used by this run when the engine process is searched.
+        code = f'const m = "{marker}"; await memory.post("{MINE}/recall", {{query: m}}); print(m);'
+        outcome = run_isolated(engine, code, profile, caller=CALLER)
+        assert outcome.result.exit_code == 0, outcome.result.stderr
+        assert api.requests[-1].headers["authorization"] == f"Bearer {KEY}"
+        yield Walled(request.param, engine, api, grants, profile, marker)
+    finally:  # the planted folder goes even when setting up failed
+        if engine is not None:
+            engine.close()
+        api.close()
+        shutil.rmtree(grants.parent)
+        mp.undo()
 
 
 PROBE_SECRETS = """
