@@ -21,7 +21,9 @@ is read and every input checked before the first run starts, the runs go to a
 `runtime.RunPool` (`--workers`, one per core by default), each in a fresh sandbox with
 its own broker, trace and audit line, and the results are printed in input order as
 soon as each one and those before it are done. One CODE file runs in this process,
-exactly as before batches existed.
+exactly as before batches existed, unless `--isolation worker|gvisor` asks for an
+engine process (a RunPool of one); a batch runs on the worker tier unless told
+otherwise (runtime/tiers/).
 """
 
 from __future__ import annotations
@@ -76,6 +78,19 @@ _MSG_WORKER_DIED = (
 _GLOB_MAGIC = frozenset("*?[")
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+#: The isolation tiers, weakest first (runtime/tiers/launch.py says what each builds).
+ISOLATION_TIERS = ("process", "worker", "gvisor")
+
+
+def isolation_option(help_text: str) -> Callable[[F], F]:
+    """`--isolation process|worker|gvisor` as `specgen run` and `specgen mcp` take it."""
+    return click.option(
+        "--isolation",
+        type=click.Choice(ISOLATION_TIERS),
+        default=None,
+        help=help_text,
+    )
 
 
 def workers_option(help_text: str) -> Callable[[F], F]:
@@ -161,6 +176,13 @@ def _refusals(func: F) -> F:
     "Batch only: worker processes for the runs (default: one per core, at most one per"
     " file); 0 runs them one after another in this process."
 )
+@isolation_option(
+    "Where agent code runs relative to the key: process (with the broker and the key, in"
+    " this process), worker (an engine process under bubblewrap with no key, network,"
+    " grants file or writable file) or gvisor (that process inside gVisor's runsc)."
+    " Default: process for one file, worker for a batch. A tier that cannot start here"
+    " is refused; none falls back to a weaker one."
+)
 @_refusals
 def run(
     code_args: tuple[Path, ...],
@@ -173,6 +195,7 @@ def run(
     memory_mb: int,
     as_json: bool,
     workers: int | None,
+    isolation: str | None,
 ) -> None:
     """Run CODE.js in a fresh sandbox with the profile's client and preamble.
 
@@ -193,21 +216,40 @@ def run(
     if base_url is not None:
         profile = profile.with_base_url(base_url)
     limits = Limits(timeout_s=timeout_s, memory_mb=memory_mb)
+    if isolation is None:
+        isolation = "worker" if batch and workers != 0 else "process"
+    if isolation != "process" and workers == 0:
+        raise RunInputError(
+            f"--isolation {isolation} runs the engine in another process; --workers 0 runs"
+            " it in this one: choose one"
+        )
 
-    if not batch:
+    if not batch and isolation == "process":
         # A missing or tampered engine is an EngineError (a Refusal), never a traceback.
         outcome = run_with_grant(codes[0], profile, limits=limits, trace_id=trace_id, caller=caller)
         _report(outcome, timeout_s, as_json)
         sys.exit(outcome.result.exit_code)
 
     workers = RunPool.default_workers() if workers is None else workers
+    if not batch:  # one file on an isolated tier: one engine process
+        with RunPool(grants_file, workers=1, isolation=isolation) as single:
+            outcome = single.run(
+                codes[0],
+                profile,
+                caller=caller,
+                timeout_s=timeout_s,
+                memory_mb=memory_mb,
+                trace_id=trace_id,
+            )
+        _report(outcome, timeout_s, as_json)
+        sys.exit(outcome.result.exit_code)
     if workers == 0:
         outcomes: Iterator[RunOutcome | Refusal] = (
             _in_process(code, profile, limits, tid, caller)
             for code, tid in zip(codes, trace_ids, strict=True)
         )
         sys.exit(_report_batch(files, outcomes, timeout_s, as_json))
-    pool = RunPool(grants_file, workers=min(workers, len(files)))
+    pool = RunPool(grants_file, workers=min(workers, len(files)), isolation=isolation)
     futures: list[concurrent.futures.Future[RunOutcome]] = []
     try:
         for code, tid in zip(codes, trace_ids, strict=True):
@@ -334,6 +376,7 @@ def _report(outcome: RunOutcome, timeout_s: float, as_json: bool, file: Path | N
             timed_out=result.timed_out,
             duration_s=round(result.duration_s, 6),
             internal_error=result.internal_error or None,
+            isolation=orjson.loads(outcome.audit).get("isolation"),
             audit=orjson.loads(outcome.audit),
         )
         if not _emit(sys.stdout, _json_line(record) + "\n", json=True):

@@ -5,7 +5,9 @@ WebAssembly. They meet here: the sandbox decodes the guest's envelope into a
 `HostRequest` and hands it to a `HostHandler`, whose answer is a `HostReply` (a status
 and bytes). Both are plain frozen dataclasses, so a later change can add fields (a route
 template, path parameters, a query, headers, a media type) with defaults, without
-touching the sandbox (issue 8 added the structured call's fields this way), and the engine could one day run in another process than the key.
+touching the sandbox (issue 8 added the structured call's fields this way), and the engine
+can run in another process than the key: on the worker and gvisor tiers
+(runtime/tiers/) these records cross a pipe as plain JSON and bytes.
 
 Keeping the reply this small is deliberate: the only upstream response headers that can
 reach guest code are the ones the broker put in `HostReply.headers`: a sanitised content

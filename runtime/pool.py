@@ -15,6 +15,14 @@ profile of that name, applies only the two overrides a Profile offers (`with_bas
 `with_preamble`, with their checks) and refuses a Profile whose other fields differ from
 the file, so the file stays the authority over what a run may call and with which key.
 
+That is the `process` tier: each worker holds the key next to the engine. On the
+`worker` and `gvisor` tiers (`isolation=`, runtime/tiers/) there are no such workers:
+the pool's own process loads the grants file once and holds every broker and key, and
+each worker is an engine process that holds neither (no key, no token variable, no
+grants file, no network, no writable file), asking the broker here for each host call
+over its pipe. A run whose engine process dies still has its whole trace here: the
+audit line lists every call the broker admitted, with its real outcome.
+
 A switch for a caller that runs many runs on threads (the MCP server's `execute`):
 `run_profile(code, profile, caller=...)` becomes `pool.run(code, profile, caller=...)`,
 with the same contract: a `RunOutcome` for every run that started, a `Refusal` for
@@ -50,8 +58,17 @@ from runtime.broker import Grants, Profile, audit_line, load
 from runtime.broker.trace import CallTrace, listen_for_admissions
 from runtime.errors import GrantsError
 from runtime.messages import MSG_NOT_AVAILABLE
-from runtime.sandbox import EXIT_INTERNAL, RunResult
+from runtime.sandbox import (
+    DEFAULT_MEMORY_MB,
+    DEFAULT_TIMEOUT_S,
+    EXIT_INTERNAL,
+    GuestGrant,
+    Limits,
+    RunResult,
+)
 from runtime.session import RunOutcome, run_profile, run_with_grant
+from runtime.tiers.boundary import EngineProcess, run_isolated
+from runtime.tiers.launch import TIERS, IsolationError, command
 from specgen.routes import Route
 
 _WORKER_GRANTS: Grants | None = None
@@ -160,6 +177,12 @@ def _picklable(exc: BaseException) -> BaseException:
     return exc
 
 
+def _guest_grant(profile: Profile) -> GuestGrant:
+    return GuestGrant(
+        global_name=profile.global_name, allow=profile.allow, preamble=profile.preamble
+    )
+
+
 class WorkerDied(RuntimeError):
     """A pool worker ended while starting, so the runs queued for it could not start."""
 
@@ -196,7 +219,7 @@ def _lost(
             failure=WORKER_DIED,
         )
     snapshot = trace.snapshot()
-    record = orjson.loads(audit_line(name, snapshot, options.get("trace_id")))
+    record = orjson.loads(audit_line(name, snapshot, options.get("trace_id"), isolation="process"))
     record["worker_died"] = True
     result = RunResult(
         stdout="",
@@ -249,6 +272,11 @@ def job_args(
 class RunPool:
     """Warm worker processes running `run_profile` for the profiles of one grants file.
 
+    `isolation` is the tier: `process` (workers that each hold the key next to their
+    engine), `worker` or `gvisor` (engine processes holding no key; the brokers run in
+    this process). An isolated tier that cannot start here is refused by the
+    constructor (`IsolationError`, one line); the pool never falls back to a weaker one.
+
     One pipe and one dispatching thread per worker, no executor in between: the threads
     wait on their pipes with the GIL released, so the parent adds tens of microseconds
     to a run (a ProcessPoolExecutor's feeder thread cost more than a run and kept two
@@ -257,10 +285,25 @@ class RunPool:
     `worker_died` (see the module's docstring) and is replaced.
     """
 
-    def __init__(self, grants_path: str | os.PathLike[str], *, workers: int | None = None) -> None:
+    def __init__(
+        self,
+        grants_path: str | os.PathLike[str],
+        *,
+        workers: int | None = None,
+        isolation: str = "process",
+    ) -> None:
         self.grants_path = str(Path(grants_path))
-        load(self.grants_path)  # a bad file is refused here, in one line, not in a worker
+        if isolation not in TIERS:
+            raise IsolationError(f"--isolation {isolation!r}: choose one of {', '.join(TIERS)}")
+        #: The tier every run of this pool runs on (runtime/tiers/launch.py).
+        self.isolation = isolation
+        # A bad file is refused here, in one line, not in a worker. On an isolated tier
+        # this is the one copy of the grants (and keys) the pool's runs use.
+        self._grants = load(self.grants_path)
+        if isolation != "process":
+            command(isolation)  # a missing bwrap or runsc is refused here, in one line
         self.workers = max(1, workers or self.default_workers())
+        self._start_error: BaseException | None = None
         self._jobs: queue.SimpleQueue[tuple[concurrent.futures.Future, tuple] | None] = (
             queue.SimpleQueue()
         )
@@ -272,6 +315,12 @@ class RunPool:
         ]
         for t in self._threads:
             t.start()
+        if isolation != "process":
+            self.warm()
+            if self._start_error is not None:  # the tier cannot run here: say so, now
+                error = self._start_error
+                self.close()
+                raise error
 
     @staticmethod
     def default_workers() -> int:
@@ -309,6 +358,9 @@ class RunPool:
         return proc, conn, kind, value
 
     def _serve(self, index: int) -> None:
+        if self.isolation != "process":
+            self._serve_isolated(index)
+            return
         proc, conn, kind, value = self._start()
         self._ready[index].set()
         while True:
@@ -348,6 +400,86 @@ class RunPool:
             proc.kill()
         conn.close()
 
+    def _engine(self) -> EngineProcess | BaseException:
+        """A new engine process with every profile's image, or why it could not start."""
+        try:
+            # The grants file is covered even when it sits in a folder the engine sees.
+            engine = EngineProcess(self.isolation, hidden=[Path(self.grants_path)])
+        except Exception as exc:
+            return exc
+        try:
+            for profile in self._grants.profiles:
+                engine.warm(_guest_grant(profile))
+        except Exception as exc:
+            engine.kill()
+            return IsolationError(f"--isolation {self.isolation}: warming the engine failed: {exc}")
+        return engine
+
+    def _profile_for(self, sent: Profile | str, caller: str) -> Profile:
+        """The profile a run uses on an isolated tier, from this process's own grants."""
+        if isinstance(sent, Profile):
+            profile = sent  # the submitter's own, key included: it never leaves this process
+        else:
+            found = next((p for p in self._grants.profiles if p.name == sent), None)
+            if found is None:
+                raise GrantsError(MSG_NOT_AVAILABLE.format(name=f'"{sent}"'))
+            profile = found
+        if not profile.allows(caller):
+            raise GrantsError(MSG_NOT_AVAILABLE.format(name=f'"{profile.name}"'))
+        return profile
+
+    def _serve_isolated(self, index: int) -> None:
+        engine = self._engine()
+        if isinstance(engine, BaseException):
+            self._start_error = self._start_error or engine
+        self._ready[index].set()
+        while True:
+            item = self._jobs.get()
+            if item is None:
+                break
+            future, job = item
+            if not future.set_running_or_notify_cancel():
+                continue
+            if isinstance(engine, BaseException):
+                engine = self._engine()  # a replacement that failed to start: try again
+            elif not engine.alive:
+                engine.kill()  # it died between runs (killed, out of memory): a new one
+                engine = self._engine()
+            if isinstance(engine, BaseException):
+                future.set_exception(engine)
+                continue
+            code, sent, caller, options = job
+            try:
+                profile = self._profile_for(sent, caller)
+                scan = options.pop("scan_memory", False)
+                if scan and profile.token is None:
+                    raise GrantsError(
+                        f'grant "{profile.name}": scan_memory needs a profile with a key'
+                    )
+                limits = Limits(
+                    timeout_s=options.get("timeout_s", DEFAULT_TIMEOUT_S),
+                    memory_mb=options.get("memory_mb", DEFAULT_MEMORY_MB),
+                    clock=options.get("clock", "real"),
+                )
+                outcome = run_isolated(
+                    engine,
+                    code,
+                    profile,
+                    caller=caller,
+                    limits=limits,
+                    trace_id=options.get("trace_id"),
+                    scan_memory_for=profile.token.reveal() if scan and profile.token else None,
+                )
+            except BaseException as exc:
+                future.set_exception(exc)
+            else:
+                future.set_result(outcome)
+            if not engine.alive:  # it died, was killed or broke the protocol: a new one
+                engine.kill()
+                engine = self._engine()
+        if not isinstance(engine, BaseException):
+            engine.close()
+
     def warm(self) -> None:
         """Wait until every worker has loaded the engine and its images."""
         for event in self._ready:
@@ -378,6 +510,10 @@ class RunPool:
             trace_id=trace_id,
             scan_memory=scan_memory,
         )
+        if self.isolation != "process":
+            # No pipe to a key holder: the run stays in this process's hands, so the
+            # submitted Profile (with its key) is used as it is.
+            job = (code, profile, caller, job[3])
         if self._closed:
             raise RuntimeError("the RunPool is closed")
         future: concurrent.futures.Future[RunOutcome] = concurrent.futures.Future()

@@ -102,7 +102,9 @@ def run_with_grant(
     # Calls the sandbox refused itself never reached the broker; they are denied too.
     snapshot = dataclasses.replace(snapshot, denied=snapshot.denied + result.refused_calls)
     return RunOutcome(
-        result=result, trace=snapshot, audit=audit_line(profile.name, snapshot, trace_id)
+        result=result,
+        trace=snapshot,
+        audit=audit_line(profile.name, snapshot, trace_id, isolation="process"),
     )
 
 

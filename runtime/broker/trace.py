@@ -211,10 +211,17 @@ def check_trace_id(trace_id: str) -> str:
     return trace_id
 
 
-def audit_line(profile: str, snapshot: TraceSnapshot, trace_id: str | None = None) -> str:
+def audit_line(
+    profile: str,
+    snapshot: TraceSnapshot,
+    trace_id: str | None = None,
+    *,
+    isolation: str | None = None,
+) -> str:
     """The run's one audit record: a single line of JSON, keys in a fixed order.
 
-    Fields: `profile`, `trace_id` (only when the caller gave one), `calls` (the rows),
+    Fields: `profile`, `trace_id` (only when the caller gave one), `isolation` (the
+    tier the engine ran on: process, worker or gvisor; every run names it), `calls` (the rows),
     `denied`, `dropped`, `routes` (every call sent upstream, counted per method and
     allow entry, past the row cap too), `shed` (only when the breaker refused a call).
     Nothing else exists to be filled in.
@@ -222,6 +229,8 @@ def audit_line(profile: str, snapshot: TraceSnapshot, trace_id: str | None = Non
     record: dict[str, object] = {"profile": profile}
     if trace_id is not None:
         record["trace_id"] = check_trace_id(trace_id)
+    if isolation is not None:
+        record["isolation"] = isolation
     record.update(snapshot.to_dict())
     return orjson.dumps(record).decode("utf-8")
 

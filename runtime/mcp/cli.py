@@ -16,7 +16,7 @@ from typing import NoReturn
 import click
 
 from runtime import RunPool
-from runtime.cli import workers_option
+from runtime.cli import isolation_option, workers_option
 from specgen.errors import SpecError
 
 
@@ -124,6 +124,11 @@ def _origin(text: str) -> str:
     "Worker processes for the runs (default: one per core); 0 runs them on threads "
     "of the server's own process."
 )
+@isolation_option(
+    "Where agent code runs relative to the key (default worker: engine processes with no"
+    " key, network, grants file or writable file; gvisor: those inside gVisor; process:"
+    " with the key, as --workers 0 always does)."
+)
 def mcp(
     grants_file: Path,
     profile_name: str,
@@ -137,6 +142,7 @@ def mcp(
     audit_file: Path | None,
     origins: tuple[str, ...],
     workers: int | None,
+    isolation: str | None,
 ) -> None:
     """Serve agent code execution through one grant as an MCP server (stdio by default)."""
     if not 0 < timeout_s <= 30:
@@ -162,6 +168,7 @@ def mcp(
             timeout_s=timeout_s,
             memory_mb=memory_mb,
             workers=RunPool.default_workers() if workers is None else workers,
+            isolation=isolation,
         )
         prepared = prepare(spec, grant, server_url)
         audit = AuditLog(audit_file)

@@ -19,6 +19,7 @@ from runtime import (
     EngineError,
     GrantsError,
     Profile,
+    Refusal,
     RunPool,
     Secret,
     TraceSnapshot,
@@ -82,7 +83,9 @@ class Grant:
     ) -> None:
         self._profile = profile
         #: Warm worker processes for the runs (every core), or None to run on the calling
-        #: thread; the workers load the grants file themselves, so no key crosses a pipe.
+        #: thread. On the worker and gvisor tiers they are engine processes holding no
+        #: key; on the process tier each loads the grants file itself. No key crosses a
+        #: pipe either way.
         self._pool = pool
         self._caller = caller
         block = profile.credential
@@ -173,15 +176,26 @@ def open_grant(
     timeout_s: float = 5.0,
     memory_mb: int = 256,
     workers: int = 0,
+    isolation: str | None = None,
 ) -> Grant:
-    """Load and select the profile as `specgen run` does; GrantError with one line on a fault."""
+    """Load and select the profile as `specgen run` does; GrantError with one line on a fault.
+
+    `isolation` is the runs' tier: worker by default when there are workers, process
+    (this process's threads) when there are none; a tier that cannot start is refused.
+    """
     try:
         profile = load_grants(grants_file).select(profile_name, caller)
         if base_url is not None:
             profile = profile.with_base_url(base_url)
     except GrantsError as exc:
         raise GrantError(str(exc)) from None
-    pool = RunPool(grants_file, workers=workers) if workers > 0 else None
+    tier = isolation or ("worker" if workers > 0 else "process")
+    if tier != "process" and workers <= 0:
+        raise GrantError(f"--isolation {tier} needs worker processes; --workers 0 runs in this one")
+    try:
+        pool = RunPool(grants_file, workers=workers, isolation=tier) if workers > 0 else None
+    except Refusal as exc:
+        raise GrantError(exc.line) from None
     return Grant(profile, caller, timeout_s, memory_mb, pool)
 
 

@@ -46,7 +46,7 @@ EXIT_CODES = {
     runtime.EXIT_TRAP,
     *range(2, 8),  # the generator's own std.exit codes
 }
-AUDIT_KEYS = ["profile", "trace_id", "calls", "denied", "dropped", "routes"]
+AUDIT_KEYS = ["profile", "trace_id", "isolation", "calls", "denied", "dropped", "routes"]
 FAILURES = {
     None,
     "unreachable",

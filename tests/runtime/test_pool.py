@@ -127,8 +127,9 @@ def test_a_token_block_never_crosses_the_pipe(tmp_path: Path):
             assert secret.encode() not in payload
 
 
+@pytest.mark.parametrize("isolation", ["process", "worker"])
 def test_a_jwt_profile_warms_up_and_each_run_mints_for_its_caller(
-    tmp_path: Path, api: FakeAPI, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, api: FakeAPI, monkeypatch: pytest.MonkeyPatch, isolation: str
 ):
     from joserfc import jwt
     from joserfc.jwk import OctKey
@@ -137,7 +138,7 @@ def test_a_jwt_profile_warms_up_and_each_run_mints_for_its_caller(
     block = {"type": "jwt", "secret_env": "POOL_JWT_SECRET", "audience": "memory-api"}
     path = grants_file(tmp_path, token=block)
     profile = load_grants(path).select("agent-memory", CALLER)
-    with RunPool(path, workers=1) as pool:
+    with RunPool(path, workers=1, isolation=isolation) as pool:
         pool.warm()  # the warm-up run mints for no real caller and sends nothing
         assert len(api.requests) == 0
         outcome = pool.run(RECALL, profile.with_base_url(api.url), caller=CALLER)

@@ -58,6 +58,8 @@ def test_a_batch_whose_workers_cannot_start_says_so_per_file(
             "--caller",
             CALLER,
             "--json",
+            "--isolation",
+            "process",  # the process tier's workers (an engine process: test_tiers.py)
         ],
         env={"CLOUDFLARE_API_TOKEN": KEY},
         catch_exceptions=False,

@@ -167,10 +167,12 @@ def test_json_output_shape(tmp_path: Path, api: FakeAPI) -> None:
         "timed_out",
         "duration_s",
         "internal_error",
+        "isolation",
         "audit",
     ]
     assert record["stdout"] == "true\n" and record["exit_code"] == 0
-    assert list(record["audit"]) == ["profile", "calls", "denied", "dropped", "routes"]
+    assert record["isolation"] == "process"  # one file runs in this process by default
+    assert list(record["audit"]) == ["profile", "isolation", "calls", "denied", "dropped", "routes"]
     assert result.stderr == ""
 
 

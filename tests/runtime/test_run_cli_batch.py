@@ -152,10 +152,11 @@ def test_one_failing_file_among_good_ones(tmp_path: Path, api: FakeAPI) -> None:
 
 
 def _comparable(result: Result) -> list[dict]:
-    """The JSON records without what differs between any two runs (timings)."""
+    """The JSON records without what differs between any two runs (timings, the tier)."""
     out = records(result)
     for record in out:
         del record["duration_s"]
+        assert record.pop("isolation") == record["audit"].pop("isolation")
         for call in record["audit"]["calls"]:
             del call["latency_ms"]
     return out
@@ -179,11 +180,21 @@ def test_one_or_two_workers_or_none_give_the_same_output(tmp_path: Path, api: Fa
     ]
     assert json_runs[0] == json_runs[1] == json_runs[2]
     assert [r["exit_code"] for r in json_runs[0]] == [0, 1, 124, 0]
+    # A batch's default tier is worker (engine processes), but with --workers 0.
+    tiers = [
+        {
+            r["isolation"]
+            for r in records(invoke(tmp_path, paths[:2], *args, "--json", "--workers", w))
+        }
+        for w in ("1", "0")
+    ]
+    assert tiers == [{"worker"}, {"process"}]
     text_runs = [invoke(tmp_path, paths, *args, "--workers", w) for w in ("1", "2", "0")]
     assert {r.exit_code for r in text_runs} == {1}
     assert text_runs[0].stdout == text_runs[1].stdout == text_runs[2].stdout
 
-    def untimed(stderr: str) -> str:  # latencies, and the table's widths
+    def untimed(stderr: str) -> str:  # latencies, the table's widths, the tier
+        stderr = stderr.replace('"isolation":"worker"', '"isolation":"process"')
         return re.sub(r" +", " ", re.sub(r"\b\d+\.\d+\b", "", stderr))
 
     assert untimed(text_runs[0].stderr) == untimed(text_runs[1].stderr)
@@ -276,11 +287,14 @@ def test_the_key_never_crosses_the_pipe_to_the_workers(
         original(self, buf)
 
     monkeypatch.setattr(Connection, "_send_bytes", capture)
-    moved = invoke(tmp_path, paths, "--base-url", api.url, "--workers", "2", "--json")
+    # The process tier's workers: each reads the grants file and the key itself.
+    moved = invoke(
+        tmp_path, paths, "--base-url", api.url, "--workers", "2", "--json", "--isolation", "process"
+    )
     assert [r["exit_code"] for r in records(moved)] == [0, 0, 0]
     assert len([b for b in sent if b"memory.items(" in b]) == 3  # a token-less Profile each
     quiet = write(tmp_path, {f"q{n}.js": f'print("quiet {n}")' for n in "ab"})
-    named = invoke(tmp_path, quiet, "--workers", "2", "--json")  # by the profile's name
+    named = invoke(tmp_path, quiet, "--workers", "2", "--json", "--isolation", "process")
     assert [r["stdout"] for r in records(named)] == ["quiet a\n", "quiet b\n"]
     assert len([b for b in sent if b"quiet " in b]) == 2
     assert all(KEY.encode() not in b and KEY.encode("utf-16-le") not in b for b in sent)
@@ -312,6 +326,7 @@ def test_a_run_whose_worker_is_killed_still_ends_with_its_audit_record(
     killer = threading.Thread(target=kill_when_called)
     killer.start()
     args = ["--base-url", api.url, "--workers", "1", "--timeout", "20", "--trace-id", "k"]
+    args += ["--isolation", "process"]  # its multiprocessing worker (tiers: test_tiers.py)
     result = invoke(tmp_path, paths, *args, *(["--json"] if as_json else []))
     killer.join()
     assert killed, "no worker process was found to kill"
@@ -320,6 +335,7 @@ def test_a_run_whose_worker_is_killed_still_ends_with_its_audit_record(
     lost = {
         "profile": "agent-memory",
         "trace_id": "k:1",
+        "isolation": "process",
         "calls": [
             {
                 "seq": 1,

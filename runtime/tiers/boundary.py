@@ -1,0 +1,294 @@
+"""The broker's side of the wall: an engine process, and one run through it.
+
+The broker, the grant and the key stay in this process; the engine process
+(`engine_process.py`, started by `launch.py`) gets only the guest's view of the grant
+and asks for each host call over its pipe. This side decides each call with a fresh
+`Broker`, exactly as `session.run_with_grant` does in-process (a started call is
+decided on arrival, in the guest's order, and only sent on a thread), and keeps the
+trace. Whatever the engine process does (dies, is killed, stalls, sends a malformed
+or oversized frame) the run ends with its audit line here, listing every call the
+broker admitted; the engine process is then killed and a new one started.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from runtime import sandbox
+from runtime.broker import Broker, Profile, audit_line
+from runtime.broker.handler import MAX_IN_FLIGHT
+from runtime.contract import HostReply
+from runtime.sandbox.bridge import MAX_PENDING_CALLS
+from runtime.session import _SANDBOX_CALL_HEADROOM, RunOutcome, _checked
+from runtime.tiers import launch, wire
+
+#: How long an engine process may take to start (imports, engine, a cold gVisor).
+START_TIMEOUT_S = 60.0
+#: How long one frame to the engine may wait for room in its pipe.
+SEND_TIMEOUT_S = 5.0
+#: How long past a run's deadline the broker waits for the engine's `done`.
+DONE_GRACE_S = 3.0
+#: `internal_error` of a run whose engine process died, stalled or broke the protocol.
+ENGINE_DIED = "EngineDied"
+ENGINE_PROTOCOL = "EngineProtocolError"
+_STDERR_KEPT = 2048
+#: Started calls the broker holds decided before the engine says go: the sandbox's own
+#: bound on unsettled calls.
+MAX_UNSENT_CALLS = MAX_PENDING_CALLS
+
+
+class EngineProcess:
+    """One warm engine process on a tier; one run at a time."""
+
+    def __init__(
+        self,
+        tier: str,
+        *,
+        hidden: Iterable[Path] = (),
+        escape_hook: bool = False,
+    ) -> None:
+        self.tier = tier
+        argv = launch.command(tier, hidden, escape_hook=escape_hook)
+        self._images: set[tuple[str, tuple[tuple[str, str], ...], str]] = set()
+        self._writing = threading.Lock()
+        self._stderr = b""
+        try:
+            self.proc = launch.popen(argv)
+        except OSError as exc:
+            raise launch.IsolationError(
+                f"--isolation {tier}: could not start the engine process: {exc.strerror or exc}"
+            ) from None
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self._in = self.proc.stdout.fileno()
+        self._reader = wire.FrameReader(self._in)
+        self._out = self.proc.stdin.fileno()
+        os.set_blocking(self._out, False)
+        drain = threading.Thread(target=self._drain_stderr, daemon=True)
+        drain.start()
+        try:
+            hello, _ = self._reader.read(deadline=time.monotonic() + START_TIMEOUT_S)
+            if hello.get("t") != "hello" or not isinstance(hello.get("pid"), int):
+                raise wire.WireError("no hello")
+        except wire.WireError:
+            self.kill()
+            drain.join(timeout=2)  # its last words, if it said any
+            why = self._stderr.decode("utf-8", "replace").strip().splitlines()
+            raise launch.IsolationError(
+                f"--isolation {tier}: the engine process did not start"
+                + (f": {why[-1][:200]!r}" if why else "")
+            ) from None
+        #: The engine's pid as it sees itself (inside its pid namespace); the process
+        #: this side started is `proc.pid` (bwrap).
+        self.inner_pid: int = hello["pid"]
+
+    def _drain_stderr(self) -> None:
+        """Keep the last bytes of its stderr (for a start that failed); never block it."""
+        stream = self.proc.stderr
+        assert stream is not None
+        with contextlib.suppress(OSError, ValueError):
+            while chunk := stream.read1(4096):  # type: ignore[attr-defined]
+                self._stderr = (self._stderr + chunk)[-_STDERR_KEPT:]
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def send(self, header: dict[str, Any], blob: bytes = b"") -> None:
+        """One whole frame; a lock per process, so frames from the threads answering
+        calls (this run's or a late one of the last) never interleave. An engine that
+        stops reading is given SEND_TIMEOUT_S (its reader thread never stops while it
+        is sound), then a WireTimeout, never a broker blocked for ever on a full pipe."""
+        with self._writing:
+            wire.write_frame(self._out, header, blob, deadline=time.monotonic() + SEND_TIMEOUT_S)
+
+    def read(self, deadline: float, *, max_blob: int = wire.MAX_BLOB_BYTES) -> tuple[dict, bytes]:
+        return self._reader.read(deadline=deadline, max_blob=max_blob)
+
+    def warm(self, grant: sandbox.GuestGrant) -> None:
+        """Build the grant's memory image in the engine process, once."""
+        key = (grant.global_name, tuple((r.method, r.path) for r in grant.allow), grant.preamble)
+        if key in self._images:
+            return
+        self.send({"t": "warm", "grant": wire.grant_fields(grant)})
+        ready, _ = self.read(time.monotonic() + START_TIMEOUT_S)
+        if ready.get("t") != "ready":
+            raise wire.WireError("no ready")
+        self._images.add(key)
+
+    def kill(self) -> None:
+        """End it and everything it started (its own session, so its group)."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
+        for stream in (self.proc.stdin, self.proc.stdout):
+            with contextlib.suppress(OSError):
+                if stream is not None:
+                    stream.close()
+
+    def close(self) -> None:
+        self.kill()
+
+
+def _reply_frame(call_id: object, reply: HostReply) -> tuple[dict[str, Any], bytes]:
+    fields, body = wire.reply_fields(reply)
+    return {"t": "reply", "id": call_id, **fields}, body
+
+
+def _safe(work: Callable[[], HostReply]) -> HostReply:
+    """A broker fault becomes a 500 with no detail, as the in-process bridge does."""
+    try:
+        return work()
+    except Exception:
+        return HostReply(status=500, body=b"")
+
+
+def run_isolated(
+    engine: EngineProcess,
+    code: str,
+    profile: Profile,
+    *,
+    caller: str | None,
+    limits: sandbox.Limits | None = None,
+    trace_id: str | None = None,
+    transport: httpx.BaseTransport | None = None,
+    scan_memory_for: str | None = None,
+) -> RunOutcome:
+    """`run_with_grant`, with the engine in `engine`'s process and the broker here.
+
+    Raises only `Refusal`s for bad input, before the broker exists; every run that
+    starts ends with an outcome and its audit line (which names the tier). After a run
+    whose engine process failed, `engine.alive` is False: the caller starts another.
+    """
+    if trace_id is not None:
+        from runtime.broker import check_trace_id
+
+        check_trace_id(trace_id)
+    limits = _checked(limits if limits is not None else sandbox.Limits())
+    limits = dataclasses.replace(
+        limits,
+        max_host_calls=max(limits.max_host_calls, profile.max_calls + _SANDBOX_CALL_HEADROOM),
+    )
+    grant = sandbox.GuestGrant(
+        global_name=profile.global_name, allow=profile.allow, preamble=profile.preamble
+    )
+    if not engine.alive:
+        raise launch.IsolationError(f"--isolation {engine.tier}: the engine process has ended")
+    deadline = time.monotonic() + limits.timeout_s
+    broker = Broker(
+        profile,
+        deadline=deadline,
+        transport=transport,
+        caller=caller,
+        run_timeout_s=limits.timeout_s,
+    )
+    started = time.monotonic()
+    senders: ThreadPoolExecutor | None = None
+    probe = scan_memory_for is not None
+    memory = b""
+
+    def answer(call_id: object, reply: HostReply) -> None:
+        header, body = _reply_frame(call_id, reply)
+        with contextlib.suppress(OSError):
+            engine.send(header, body)
+
+    def send_later(call_id: object, work: Callable[[], HostReply]) -> None:
+        answer(call_id, _safe(work))
+
+    result: sandbox.RunResult | None = None
+    failure = ""
+    #: Started calls the broker decided and the engine has not said `go` for yet.
+    decided: dict[int, Callable[[], HostReply]] = {}
+    try:
+        engine.warm(grant)  # at once when the pool warmed it; else the image is built now
+        engine.send(
+            {
+                "t": "run",
+                "code": code,
+                "grant": wire.grant_fields(grant),
+                "limits": wire.limits_fields(limits),
+                "probe": probe,
+            }
+        )
+        max_blob = (limits.memory_mb << 20) + (1 << 20) if probe else wire.MAX_BLOB_BYTES
+        while result is None:
+            frame, blob = engine.read(deadline + DONE_GRACE_S, max_blob=max_blob)
+            kind, call_id = frame["t"], frame.get("id")
+            if kind == "done":
+                result = wire.result_from(
+                    frame.get("result") or {}, output_bytes=limits.output_bytes
+                )
+                memory = blob
+            elif kind in ("call", "start") and isinstance(call_id, int):
+                request = wire.request_from(frame, blob)
+                if kind == "call":
+                    answer(call_id, _safe(functools.partial(broker, request)))
+                    continue
+                if call_id in decided or len(decided) >= MAX_UNSENT_CALLS:
+                    # A sandbox holds at most MAX_PENDING_CALLS unsettled; an engine
+                    # claiming more is not one (and would grow this table for ever).
+                    raise wire.WireError("a call id used twice, or too many calls unsent")
+                try:
+                    # Decided now, in the guest's order; sent when the engine says go.
+                    decided[call_id] = broker.start(request)
+                except Exception:
+                    decided[call_id] = functools.partial(HostReply, status=500, body=b"")
+            elif kind == "go" and isinstance(call_id, int) and call_id in decided:
+                work = decided.pop(call_id)
+                if frame.get("inline") is True:  # the guest waits for this call alone
+                    answer(call_id, _safe(work))
+                    continue
+                if senders is None:
+                    senders = ThreadPoolExecutor(MAX_IN_FLIGHT, thread_name_prefix="plimsoll-send")
+                senders.submit(send_later, call_id, work)
+            else:
+                raise wire.WireError(f"unexpected frame {kind[:20]!r}")
+    except wire.WireError as exc:
+        failure = (
+            ENGINE_DIED if isinstance(exc, wire.PeerGone | wire.WireTimeout) else ENGINE_PROTOCOL
+        )
+    except (OSError, ValueError):
+        failure = ENGINE_DIED
+    if result is None:
+        engine.kill()  # whatever it was doing, it does no more
+        result = sandbox.RunResult(
+            stdout="",
+            stderr="",
+            stdout_truncated=False,
+            stderr_truncated=False,
+            exit_code=sandbox.EXIT_INTERNAL,
+            timed_out=False,
+            duration_s=time.monotonic() - started,
+            internal_error=failure or ENGINE_DIED,
+        )
+    try:
+        snapshot = broker.close()
+    except Exception:
+        snapshot = broker.trace.snapshot()
+    if senders is not None:
+        # Closing the broker ended every call (cancelled, or answered within its grace),
+        # so the threads that answer them are done or about to be.
+        senders.shutdown(wait=True, cancel_futures=True)
+    snapshot = dataclasses.replace(snapshot, denied=snapshot.denied + result.refused_calls)
+    hits = 0
+    if scan_memory_for:
+        hits = sum(memory.count(scan_memory_for.encode(enc)) for enc in ("utf-8", "utf-16-le"))
+    return RunOutcome(
+        result=result,
+        trace=snapshot,
+        audit=audit_line(profile.name, snapshot, trace_id, isolation=engine.tier),
+        memory_hits=hits,
+    )

@@ -1,0 +1,227 @@
+"""An engine process: runs agent code for a broker in another process, holding no key.
+
+Started by `runtime.tiers.launch` as `python -I -m runtime.tiers.engine_process`, with
+an empty environment (but for the cache folder's path), only stdin, stdout and stderr
+open, and, on the `worker` and `gvisor` tiers, no network and a read-only view of the
+few folders Python and the engine need (never the grants file). It lowers its own
+resource limits first (hard and soft, so nothing it later runs can raise them), loads
+the engine, says `hello`, and then does one thing at a time for the broker on the other
+end of its stdin/stdout:
+
+- `warm` {grant}: build the grant's memory image (a run of no code, no handler), so a
+  later run of that grant restores it in about a millisecond;
+- `run` {code, grant, limits, probe}: run the code; each host call goes to the broker as
+  a `call` (the guest blocked) or `start` (a promise) frame and waits for its `reply`;
+  the run ends with `done` {result} (and the guest's memory, when `probe` asks for it);
+- with `--test-escape-hook` only (tests start it so; no command line of specgen can):
+  `escape` {source} runs Python source here, standing for an escape from QuickJS and
+  wasmtime (arbitrary native code in this process), and answers `escaped` {result}.
+
+It imports nothing from `runtime.broker` (test_import_graph.py, and a wall test looks
+at `sys.modules`): it can decide nothing, it can only ask.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import queue
+import resource
+import sys
+import threading
+import time
+from typing import Any
+
+from runtime import sandbox
+from runtime.contract import HostReply, HostRequest
+from runtime.sandbox.bridge import host_call_deadline
+from runtime.tiers import wire
+
+#: Engine side of the pipe: it reads what the broker sends, so its bounds are the run's.
+_MAX_FROM_BROKER_JSON = 64 << 20
+_MAX_FROM_BROKER_BLOB = 64 << 20
+#: How long a host call waits past the run's deadline for the broker's reply.
+_REPLY_GRACE_S = 2.0
+
+_IN, _OUT = 0, 1
+
+
+class _Pipe:
+    """Frames to the broker (one writer at a time) and the replies coming back."""
+
+    def __init__(self) -> None:
+        self._writing = threading.Lock()
+        #: Started calls' frames not written yet, in the guest's order.
+        self._held: list[bytes] = []
+        self._ids = itertools.count(1)
+        self._waiting: dict[int, queue.SimpleQueue[HostReply | None]] = {}
+        self._lock = threading.Lock()
+        #: Frames other than replies, for the main loop.
+        self.inbox: queue.SimpleQueue[tuple[dict[str, Any], bytes] | None] = queue.SimpleQueue()
+
+    def send(self, header: dict[str, Any], blob: bytes = b"") -> None:
+        """Write one frame, after every held one (in the order they were held)."""
+        frame = wire.encode(header, blob)
+        with self._writing:
+            if self._held:
+                frame = b"".join([*self._held, frame])
+                self._held.clear()
+            view = memoryview(frame)
+            while view:
+                view = view[os.write(_OUT, view) :]
+
+    def hold(self, header: dict[str, Any], blob: bytes = b"") -> None:
+        """Keep a frame to go out with the next one sent (see `PipeHandler`)."""
+        frame = wire.encode(header, blob)
+        with self._writing:
+            self._held.append(frame)
+
+    def read_forever(self) -> None:
+        """The reader thread: replies to their waiters, anything else to the inbox."""
+        reader = wire.FrameReader(_IN)
+        try:
+            while True:
+                header, blob = reader.read(
+                    max_json=_MAX_FROM_BROKER_JSON, max_blob=_MAX_FROM_BROKER_BLOB
+                )
+                if header["t"] == "reply":
+                    with self._lock:
+                        waiter = self._waiting.pop(header.get("id"), None)
+                    if waiter is not None:
+                        waiter.put(wire.reply_from(header, blob))
+                else:
+                    self.inbox.put((header, blob))
+        except wire.WireError:
+            self.inbox.put(None)  # the broker is gone: so is this process's reason to be
+            with self._lock:
+                for waiter in self._waiting.values():
+                    waiter.put(None)
+                self._waiting.clear()
+
+    def ask(
+        self, kind: str, request: HostRequest
+    ) -> tuple[int, queue.SimpleQueue[HostReply | None]]:
+        call_id = next(self._ids)
+        answer: queue.SimpleQueue[HostReply | None] = queue.SimpleQueue()
+        with self._lock:
+            self._waiting[call_id] = answer
+        fields, body = wire.request_fields(request)
+        (self.hold if kind == "start" else self.send)({"t": kind, "id": call_id, **fields}, body)
+        return call_id, answer
+
+
+class PipeHandler:
+    """The sandbox's `HostHandler` in an engine process: every call is the broker's.
+
+    `start` queues the call's frame, on the guest's thread and in the guest's order; it
+    goes out ahead of the next frame written (the `go` of this or another call, a
+    blocking call, the run's `done`), so the broker decides started calls in the
+    guest's order exactly as in-process (`Broker.start`), and a guest awaiting one call
+    at a time costs one write and one wake-up per call, not two. What `start` returns
+    is what the sandbox runs when it sends the call (`dispatch`): it says `go`, and
+    then waits for the reply. `go` says whether it runs on the guest's own thread (the
+    guest waits for this one call and can start no other meanwhile), so the broker
+    sends it on its reading thread, without handing it to another, as the in-process
+    bridge does; a call the run never sent gets no `go`, and the broker records it as
+    admitted and never sent, as in-process.
+    """
+
+    def __init__(self, pipe: _Pipe, deadline: float) -> None:
+        self._pipe = pipe
+        self._deadline = deadline
+
+    def _wait(self, answer: queue.SimpleQueue[HostReply | None]) -> HostReply:
+        deadline = host_call_deadline() or self._deadline
+        reply = answer.get(timeout=max(0.0, deadline - time.monotonic()) + _REPLY_GRACE_S)
+        if reply is None:
+            raise ConnectionError("the broker is gone")
+        return reply
+
+    def __call__(self, request: HostRequest) -> HostReply:
+        return self._wait(self._pipe.ask("call", request)[1])
+
+    def start(self, request: HostRequest) -> Any:
+        call_id, answer = self._pipe.ask("start", request)
+        guest = threading.get_ident()
+
+        def send() -> HostReply:
+            self._pipe.send({"t": "go", "id": call_id, "inline": threading.get_ident() == guest})
+            return self._wait(answer)
+
+        return send
+
+
+def _limit_self(address_space_mb: int, cpu_s: int, open_files: int, file_mb: int) -> None:
+    """Lower this process's limits, soft and hard alike (they cannot be raised again
+    without CAP_SYS_RESOURCE, which the tiers' engine processes do not hold).
+
+    RLIMIT_DATA, not RLIMIT_AS: wasmtime's pooling allocator reserves many GiB of
+    address space it never touches (PROT_NONE, not counted in DATA), so an AS limit
+    would cost the pool; DATA counts the memory that can actually be written.
+    """
+    for which, value in (
+        (resource.RLIMIT_DATA, address_space_mb << 20),
+        (resource.RLIMIT_CPU, cpu_s),
+        (resource.RLIMIT_NOFILE, open_files),
+        (resource.RLIMIT_FSIZE, file_mb << 20),
+        (resource.RLIMIT_CORE, 0),
+    ):
+        resource.setrlimit(which, (value, value))
+
+
+def _run(pipe: _Pipe, frame: dict[str, Any]) -> None:
+    grant = wire.grant_from(frame["grant"])
+    limits = wire.limits_from(frame["limits"])
+    memory: list[bytes] = []
+    handler = PipeHandler(pipe, time.monotonic() + limits.timeout_s)
+    result = sandbox.run(
+        frame["code"],
+        grant=grant,
+        handler=handler,
+        limits=limits,
+        memory_probe=memory.append if frame.get("probe") else None,
+    )
+    pipe.send({"t": "done", "result": wire.result_fields(result)}, memory[0] if memory else b"")
+
+
+def _escape(pipe: _Pipe, frame: dict[str, Any]) -> None:
+    scope: dict[str, Any] = {"__name__": "escape"}
+    try:
+        exec(frame["source"], scope)  # the test-only stand-in for an escape
+        result = scope.get("result")
+    except BaseException as exc:
+        result = {"error": f"{type(exc).__name__}: {exc}"}
+    pipe.send({"t": "escaped", "result": result})
+
+
+def main(argv: list[str]) -> int:
+    escape_hook = "--test-escape-hook" in argv
+    for arg in argv:
+        if arg.startswith("--limits="):  # data MiB, CPU seconds, open files, file MiB
+            data_mb, cpu_s, files, file_mb = (int(x) for x in arg.split("=", 1)[1].split(","))
+            _limit_self(data_mb, cpu_s, files, file_mb)
+    from runtime.sandbox.engine import get_engine
+
+    get_engine()
+    pipe = _Pipe()
+    threading.Thread(target=pipe.read_forever, name="plimsoll-engine-pipe", daemon=True).start()
+    pipe.send({"t": "hello", "pid": os.getpid()})
+    while (item := pipe.inbox.get()) is not None:
+        frame, _blob = item
+        kind = frame["t"]
+        if kind == "warm":
+            sandbox.run("", grant=wire.grant_from(frame["grant"]))
+            pipe.send({"t": "ready"})
+        elif kind == "run":
+            _run(pipe, frame)
+        elif kind == "escape" and escape_hook:
+            _escape(pipe, frame)
+        else:
+            return 2
+    return 0
+
+
+if __name__ == "__main__":
+    code = main(sys.argv[1:])
+    sys.stdout.flush()
+    os._exit(code)

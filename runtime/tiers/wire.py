@@ -1,0 +1,321 @@
+"""The pipe between the broker and an engine process: frames of plain data, both ways.
+
+A frame is two big-endian u32 lengths, a JSON object (orjson) and a blob of raw bytes
+(a request or reply body, a memory image), so bodies cross without base64. Nothing is
+ever pickled: the broker treats every byte from the engine process as hostile, so
+every frame it reads is bounded in size before it is read (`read_frame`'s limits) and
+every field is checked for its type when decoded (`WireError` otherwise, which ends
+that run). This module imports nothing from `runtime.broker`: the engine process
+loads it.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import struct
+import time
+from typing import Any
+
+import orjson
+
+from runtime.contract import HostReply, HostRequest, ObjectValue, ParamValue
+from runtime.sandbox import GuestGrant, Limits, RunResult
+from specgen.routes import Route
+
+_HEAD = struct.Struct(">II")
+#: Largest JSON part of a frame the broker reads from an engine process: a request's
+#: envelope is at most ~1.1 MiB (the sandbox's MAX_ENVELOPE_BYTES), its body travels
+#: in the blob, and a run's output is at most 64 KiB per stream, escaped.
+MAX_JSON_BYTES = 4 << 20
+#: Largest blob from an engine process, but for the memory image a scan asked for.
+MAX_BLOB_BYTES = 2 << 20
+
+
+class WireError(Exception):
+    """A frame that is cut short, too large or not what the protocol says."""
+
+
+class PeerGone(WireError):
+    """The other end closed its pipe (it exited or was killed)."""
+
+
+class WireTimeout(WireError):
+    """No whole frame arrived before the deadline."""
+
+
+def encode(header: dict[str, Any], blob: bytes = b"") -> bytes:
+    data = orjson.dumps(header)
+    return _HEAD.pack(len(data), len(blob)) + data + blob
+
+
+def write_frame(
+    fd: int, header: dict[str, Any], blob: bytes = b"", *, deadline: float | None = None
+) -> None:
+    """Write one frame. With a deadline, `fd` must be non-blocking: a peer that stops
+    reading (its pipe full) is a WireTimeout at the deadline, never a writer stuck."""
+    view = memoryview(encode(header, blob))
+    while view:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([], [fd], [], left)[1]:
+                raise WireTimeout("the peer stopped reading")
+        try:
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:
+            continue
+
+
+class FrameReader:
+    """Frames from one pipe, read in large pieces: one `read` usually brings a whole
+    frame (or several), where reading the head, the JSON and the blob each on its own
+    cost a system call apiece on every host call."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._buffer = bytearray()
+
+    def _fill(self, n: int, deadline: float | None) -> None:
+        """Until the buffer holds `n` bytes; a deadline bounds the whole wait."""
+        while len(self._buffer) < n:
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([self.fd], [], [], left)[0]:
+                    raise WireTimeout("no frame before the deadline")
+            chunk = os.read(self.fd, max(1 << 16, min(n - len(self._buffer), 16 << 20)))
+            if not chunk:
+                raise PeerGone("the pipe closed")
+            self._buffer += chunk
+
+    def read(
+        self,
+        *,
+        deadline: float | None = None,
+        max_json: int = MAX_JSON_BYTES,
+        max_blob: int = MAX_BLOB_BYTES,
+    ) -> tuple[dict[str, Any], bytes]:
+        """One frame: its JSON object and blob. Sizes are checked before the rest is read."""
+        self._fill(_HEAD.size, deadline)
+        size, blob_size = _HEAD.unpack_from(self._buffer)
+        if size > max_json or blob_size > max_blob:
+            raise WireError(f"frame of {size} + {blob_size} bytes is over the limit")
+        end = _HEAD.size + size + blob_size
+        self._fill(end, deadline)
+        data = bytes(self._buffer[_HEAD.size : _HEAD.size + size])
+        blob = bytes(self._buffer[_HEAD.size + size : end])
+        del self._buffer[:end]
+        try:
+            header = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            raise WireError("frame is not JSON") from None
+        if not isinstance(header, dict) or not isinstance(header.get("t"), str):
+            raise WireError("frame is not an object with a type")
+        return header, blob
+
+
+# -- typed fields ------------------------------------------------------------------------
+
+
+def _get(d: dict[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
+    value = d.get(key)
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind in (int, (int, float))):
+        raise WireError(f"field {key!r} is not {getattr(kind, '__name__', kind)}")
+    return value
+
+
+def _opt_str(d: dict[str, Any], key: str) -> str | None:
+    value = d.get(key)
+    if value is not None and not isinstance(value, str):
+        raise WireError(f"field {key!r} is not a string")
+    return value
+
+
+def _strings(value: Any, what: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise WireError(f"{what} is not a list of strings")
+    return tuple(value)
+
+
+# -- host calls --------------------------------------------------------------------------
+
+
+def _param_out(value: ParamValue) -> Any:
+    if isinstance(value, ObjectValue):
+        return {"o": [list(p) for p in value.pairs]}
+    return value if isinstance(value, str) else list(value)
+
+
+def _param_in(value: Any) -> ParamValue:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return _strings(value, "a parameter's values")
+    if isinstance(value, dict) and set(value) == {"o"} and isinstance(value["o"], list):
+        pairs = []
+        for pair in value["o"]:
+            name, text = _strings(pair, "an object parameter's pair")
+            pairs.append((name, text))
+        return ObjectValue(tuple(pairs))
+    raise WireError("a parameter value is not a string, list or object")
+
+
+def _params_in(value: Any, what: str) -> tuple[tuple[str, ParamValue], ...]:
+    if not isinstance(value, list):
+        raise WireError(f"{what} is not a list")
+    out = []
+    for item in value:
+        if not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str):
+            raise WireError(f"{what} holds something that is not a (name, value) pair")
+        out.append((item[0], _param_in(item[1])))
+    return tuple(out)
+
+
+def request_fields(request: HostRequest) -> tuple[dict[str, Any], bytes]:
+    """A HostRequest as a frame's JSON fields and blob (engine side)."""
+    fields = {
+        "method": request.method,
+        "path": request.path,
+        "has_body": request.body is not None,
+        "route": request.route,
+        "values": list(request.values),
+        "query": [[n, _param_out(v)] for n, v in request.query],
+        "headers": [[n, _param_out(v)] for n, v in request.headers],
+        "media_type": request.media_type,
+    }
+    return fields, request.body or b""
+
+
+def request_from(d: dict[str, Any], blob: bytes) -> HostRequest:
+    """A HostRequest from an engine process's frame: every field checked (broker side)."""
+    has_body = _get(d, "has_body", bool)
+    if blob and not has_body:
+        raise WireError("a body without has_body")
+    return HostRequest(
+        method=_get(d, "method", str),
+        path=_get(d, "path", str),
+        body=blob if has_body else None,
+        route=_opt_str(d, "route"),
+        values=_strings(d.get("values"), "values"),
+        query=_params_in(d.get("query"), "query"),
+        headers=_params_in(d.get("headers"), "headers"),
+        media_type=_opt_str(d, "media_type"),
+    )
+
+
+def reply_fields(reply: HostReply) -> tuple[dict[str, Any], bytes]:
+    fields = {
+        "status": int(reply.status),
+        "content_type": reply.content_type,
+        "headers": [list(h) for h in reply.headers],
+        "upstream": bool(reply.upstream),
+    }
+    return fields, bytes(reply.body)
+
+
+def reply_from(d: dict[str, Any], blob: bytes) -> HostReply:
+    headers = d.get("headers")
+    if not isinstance(headers, list):
+        raise WireError("reply headers are not a list")
+    pairs = []
+    for pair in headers:
+        name, value = _strings(pair, "a reply header")
+        pairs.append((name, value))
+    return HostReply(
+        status=_get(d, "status", int),
+        body=blob,
+        content_type=_get(d, "content_type", str),
+        headers=tuple(pairs),
+        upstream=_get(d, "upstream", bool),
+    )
+
+
+# -- runs --------------------------------------------------------------------------------
+
+
+def grant_fields(grant: GuestGrant) -> dict[str, Any]:
+    """The guest's view of a grant: global name, allow list, preamble; never a key."""
+    return {
+        "global_name": grant.global_name,
+        "allow": [[r.method, r.path] for r in grant.allow],
+        "preamble": grant.preamble,
+    }
+
+
+def grant_from(d: dict[str, Any]) -> GuestGrant:
+    allow = d.get("allow")
+    if not isinstance(allow, list):
+        raise WireError("allow is not a list")
+    routes = []
+    for entry in allow:
+        method, path = _strings(entry, "an allow entry")
+        routes.append(Route(path=path, method=method))
+    return GuestGrant(
+        global_name=_get(d, "global_name", str),
+        allow=tuple(routes),
+        preamble=_get(d, "preamble", str),
+    )
+
+
+def limits_fields(limits: Limits) -> dict[str, Any]:
+    return {
+        "timeout_s": limits.timeout_s,
+        "memory_mb": limits.memory_mb,
+        "output_bytes": limits.output_bytes,
+        "max_host_calls": limits.max_host_calls,
+        "clock": limits.clock,
+    }
+
+
+def limits_from(d: dict[str, Any]) -> Limits:
+    clock = _get(d, "clock", str)
+    return Limits(
+        timeout_s=float(_get(d, "timeout_s", (int, float))),
+        memory_mb=_get(d, "memory_mb", int),
+        output_bytes=_get(d, "output_bytes", int),
+        max_host_calls=_get(d, "max_host_calls", int),
+        clock="fixed" if clock == "fixed" else "real",
+    ).normalised()
+
+
+def result_fields(result: RunResult) -> dict[str, Any]:
+    return {
+        "stdout": result.stdout,
+        "stderr": result.stderr,
+        "stdout_truncated": result.stdout_truncated,
+        "stderr_truncated": result.stderr_truncated,
+        "exit_code": result.exit_code,
+        "timed_out": result.timed_out,
+        "duration_s": result.duration_s,
+        "refused_calls": result.refused_calls,
+        "internal_error": result.internal_error,
+    }
+
+
+def result_from(d: dict[str, Any], *, output_bytes: int) -> RunResult:
+    """A run's result as an engine process reports it, checked and bounded: the exit
+    code is one byte's range (or the host's own codes), output no longer than the run's
+    limit allows, counts not negative."""
+    stdout, stderr = _get(d, "stdout", str), _get(d, "stderr", str)
+    # The sandbox decodes each stream's capped bytes with errors="replace": at most one
+    # character per byte.
+    if len(stdout) > output_bytes or len(stderr) > output_bytes:
+        raise WireError("the run's output is longer than its limit")
+    exit_code = _get(d, "exit_code", int)
+    refused = _get(d, "refused_calls", int)
+    duration = float(_get(d, "duration_s", (int, float)))
+    if not 0 <= exit_code <= 255 or not 0 <= refused < 1 << 31 or not 0 <= duration < 1e6:
+        raise WireError("the run's exit code, count or duration is out of range")
+    internal = _get(d, "internal_error", str)
+    if len(internal) > 64 or (internal and not internal.replace("_", "").isalnum()):
+        raise WireError("the run's internal_error is not a type name")
+    return RunResult(
+        stdout=stdout,
+        stderr=stderr,
+        stdout_truncated=_get(d, "stdout_truncated", bool),
+        stderr_truncated=_get(d, "stderr_truncated", bool),
+        exit_code=exit_code,
+        timed_out=_get(d, "timed_out", bool),
+        duration_s=duration,
+        refused_calls=refused,
+        internal_error=internal,
+    )
