@@ -204,6 +204,31 @@ CASES: list[tuple[str, str, Any, bool]] = [
     ),
     ("query name with &", "p", _with(token={"env": "API_TOKEN", "query": "a&b"}), False),
     ("basic without password", "p", _with(token={"type": "basic", "user_env": "API_TOKEN"}), False),
+    (
+        "basic with an empty password",
+        "p",
+        _with(token={"type": "basic", "user_env": "API_TOKEN", "password": ""}),
+        True,
+    ),
+    (
+        "basic with a literal password",
+        "p",
+        _with(token={"type": "basic", "user_env": "API_TOKEN", "password": "hunter2"}),
+        False,
+    ),
+    (
+        "basic with an empty password and password_env",
+        "p",
+        _with(
+            token={
+                "type": "basic",
+                "user_env": "API_TOKEN",
+                "password_env": "API_TOKEN",
+                "password": "",
+            }
+        ),
+        False,
+    ),
     ("jwt without audience", "p", _with(token={"type": "jwt", "secret_env": "JWT_SECRET"}), False),
     ("forbidden scope", "p", _with(scopes=["code:run"]), False),
     ("scope with a space", "p", _with(scopes=["a b"]), False),

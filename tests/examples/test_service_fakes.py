@@ -387,18 +387,12 @@ def _grant(tmp_path: Path, document: Path, global_name: str, profile: dict) -> P
     return path
 
 
-#: Bearer, not Basic: Stripe documents the key as the Basic user with an empty password
-#: (`-u sk_test_...:`), and the grant's basic token block refuses an empty password_env,
-#: so a grant can only send Stripe's other documented form. The fake takes both
-#: (`test_stripe_takes_the_key_as_basic_user_or_bearer`).
+#: Stripe's documented Basic form: the secret key as the user, the password empty
+#: (`curl -u sk_test_...:`). The fake takes that or Bearer
+#: (`test_stripe_takes_the_key_as_basic_user_or_bearer`) and nothing else.
 STRIPE_PROFILE = {
     "base_url": "https://api.stripe.com",
-    "token": {
-        "type": "static",
-        "env": "STRIPE_SECRET_KEY",
-        "header": "Authorization",
-        "value": "Bearer {token}",
-    },
+    "token": {"type": "basic", "user_env": "STRIPE_SECRET_KEY", "password": ""},
     "allow": [
         {
             "route": "POST /v1/customers",
