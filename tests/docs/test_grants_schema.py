@@ -33,6 +33,9 @@ BASE: dict[str, Any] = {
 }
 
 
+_FORM = "application/x-www-form-urlencoded"
+
+
 def _with(**changes: Any) -> dict[str, Any]:
     body = copy.deepcopy(BASE)
     for key, value in changes.items():
@@ -263,6 +266,24 @@ CASES: list[tuple[str, str, Any, bool]] = [
             allow=[{"route": "GET /v1/items/*", "response_headers": ["ETag"]}],
         ),
         True,
+    ),
+    (
+        "form encoding",
+        "p",
+        _with(allow=[{"route": "POST /v1/c", "body": [_FORM], "encoding": {"m": "deepObject"}}]),
+        True,
+    ),
+    (
+        "form encoding spaceDelimited",
+        "p",
+        _with(allow=[{"route": "POST /v1/c", "body": [_FORM], "encoding": {"m": "pipeDelimited"}}]),
+        False,
+    ),
+    (
+        "form encoding of a bracketed name",
+        "p",
+        _with(allow=[{"route": "POST /v1/c", "body": [_FORM], "encoding": {"m[a]": "deepObject"}}]),
+        False,
     ),
     ("response header Set-Cookie", "p", _with(response_headers=["set-cookie"]), False),
     ("response header bare *", "p", _with(response_headers=["*"]), False),
