@@ -53,6 +53,10 @@ Two spellings, one meaning:
   own list (names case-insensitive; a trailing `*` matches a prefix). Never one of
   `FORBIDDEN_RESPONSE_HEADERS`: the broker withholds those whatever a grant says.
 
+`specgen check` compares each listed name with the document (`declaration_problems`);
+HTTP's conditional headers (`CONDITIONAL_HEADERS`: `If-None-Match`, `If-Modified-Since`,
+`If-Match`, `If-Unmodified-Since`) are HTTP's own and need no declaration.
+
 Rules for both: a name is never empty; no name or pinned value holds a control
 character (CR, LF and NUL included); a query name appears once; a header name is an
 HTTP token, appears once compared case-insensitively, and is never one the broker owns
@@ -133,6 +137,18 @@ FORBIDDEN_RESPONSE_HEADERS: frozenset[str] = frozenset(
 #: Request headers a profile's `headers` may set although agent code may not: the broker
 #: sends a default for each, which the operator's value replaces.
 PROFILE_SETTABLE_HEADERS: frozenset[str] = frozenset({"accept", "user-agent"})
+#: HTTP's conditional request headers (RFC 9110 section 13.1), lower-case, and the
+#: methods each may be listed on: they belong to HTTP itself, so an entry may list one
+#: that the document does not declare. `If-None-Match` on a read gets a 304 for an
+#: unchanged ETag, on a write (`*`) refuses to overwrite; `If-Modified-Since` applies
+#: only to GET and HEAD (13.1.3); `If-Match` and `If-Unmodified-Since` guard writes
+#: against a lost update. No other undeclared header is ever accepted.
+CONDITIONAL_HEADERS: dict[str, frozenset[str]] = {
+    "if-none-match": frozenset({"GET", "HEAD", "PUT", "POST", "PATCH", "DELETE"}),
+    "if-modified-since": frozenset({"GET", "HEAD"}),
+    "if-match": frozenset({"PUT", "POST", "PATCH", "DELETE"}),
+    "if-unmodified-since": frozenset({"PUT", "POST", "PATCH", "DELETE"}),
+}
 #: Longest profile header value (bytes), as for a guest's header value.
 MAX_PROFILE_HEADER_VALUE = 4096
 #: The serialisations the broker implements, per location (OpenAPI 3 style values).
@@ -620,6 +636,8 @@ def declaration_problems(
 
     `query` and `headers` are the parameters the document declares for the route the
     entry is an instance of. Query names compare exactly, header names case-insensitively.
+    HTTP's conditional headers (`CONDITIONAL_HEADERS`) need no declaration on the methods
+    HTTP defines them for.
     """
     problems: list[str] = []
     q = {p.name: p for p in query}
@@ -629,9 +647,19 @@ def declaration_problems(
         *((pm, h.get(pm.name.lower()), "header") for pm in entry.headers),
     ):
         if declared is None:
+            methods = CONDITIONAL_HEADERS.get(permit.name.lower()) if kind == "header" else None
+            method = entry.route.method.upper()
+            if methods is not None and method in methods:
+                continue  # HTTP's own: the document need not declare it
             problems.append(
                 f'allow entry "{entry.route}" names {kind} {go_quote(permit.name)}, which the '
                 "document does not declare for that route"
+                + (
+                    f" (HTTP's conditional header {go_quote(permit.name)} may be listed "
+                    f"undeclared only on {', '.join(sorted(methods))})"
+                    if methods is not None
+                    else ""
+                )
             )
         elif permit.value is not None:
             why = pin_error(permit.value, declared.schema)
