@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from runtime import Broker, HostRequest, Profile, Secret
 from runtime.broker.calls import MAX_FORM_DEPTH, MAX_FORM_FIELDS
 from specgen.allow import AllowError, entry_json, parse_entry
+from specgen.operations import form_encoding_of
 from specgen.routes import is_control
 
 ORIGIN = "https://api.internal"
@@ -244,3 +245,27 @@ def test_entries_whose_encoding_cannot_hold_are_refused(entry: object, message: 
     with pytest.raises(AllowError, match="allow entry") as info:
         parse_entry(entry)
     assert message in str(info.value)
+
+
+# -- what the generator reads from a document ------------------------------------------
+
+
+def test_the_generator_reads_the_documents_form_encoding() -> None:
+    body = {
+        "content": {
+            "application/x-www-form-urlencoded; charset=utf-8": {
+                "encoding": {
+                    "metadata": {"style": "deepObject", "explode": True},
+                    "tags": {"explode": False},  # style form by default
+                    "ids": {"style": "form", "explode": True},  # the default: not written
+                    "pipes": {"style": "pipeDelimited"},  # not a form style the broker builds
+                    "a[b]": {"style": "deepObject"},  # a name the entry language refuses
+                    "photo": {"contentType": "image/png"},
+                }
+            },
+            "application/json": {"encoding": {"other": {"style": "deepObject"}}},
+        }
+    }
+    assert form_encoding_of(body) == (("metadata", "deepObject"), ("tags", "form,explode=false"))
+    assert form_encoding_of({"content": {"application/json": {}}}) == ()
+    assert form_encoding_of({"content": {FORM: {"encoding": "deepObject"}}}) == ()
