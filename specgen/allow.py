@@ -40,10 +40,22 @@ Two spellings, one meaning:
   as the body's Content-Type. Without it an entry permits a JSON body on PUT, POST and
   PATCH and none on any other verb, which is what the string form always means.
 
+  `"encoding": {"metadata": "deepObject", "expand": "deepObject"}` says how a form body
+  (`application/x-www-form-urlencoded`, which the entry's `body` must permit) serialises
+  a field whose value is an object or an array, as the document's OpenAPI `encoding`
+  object does: `deepObject` nests with brackets, Stripe's way (`metadata[plan]=pro`,
+  `expand[]=a&expand[]=b`, `items[0][price]=p`), `form,explode=false` joins with commas
+  (`ids=1,2`, `color=R,1,G,2`), `form` (the default) repeats the name for each array
+  item (`ids=1&ids=2`) and takes no object. See `FORM_STYLES`.
+
   `"response_headers": ["Link", "ETag", "X-RateLimit-*"]` names the upstream response
   headers agent code may read on this route, besides `Content-Type` and the profile's
   own list (names case-insensitive; a trailing `*` matches a prefix). Never one of
   `FORBIDDEN_RESPONSE_HEADERS`: the broker withholds those whatever a grant says.
+
+`specgen check` compares each listed name with the document (`declaration_problems`);
+HTTP's conditional headers (`CONDITIONAL_HEADERS`: `If-None-Match`, `If-Modified-Since`,
+`If-Match`, `If-Unmodified-Since`) are HTTP's own and need no declaration.
 
 Rules for both: a name is never empty; no name or pinned value holds a control
 character (CR, LF and NUL included); a query name appears once; a header name is an
@@ -106,7 +118,9 @@ FORBIDDEN_HEADER_PREFIXES: tuple[str, ...] = ("proxy-", "x-forwarded-", "content
 # RFC 9110 5.6.2 token characters: what a field name may be made of.
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
 _PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
-_OBJECT_KEYS = frozenset({"route", "query", "headers", "style", "body", "response_headers"})
+_OBJECT_KEYS = frozenset(
+    {"route", "query", "headers", "style", "body", "encoding", "response_headers"}
+)
 #: Response headers no grant may let agent code read: they carry or ask for credentials
 #: and sessions. Lower-case; the broker drops them whatever a grant lists.
 FORBIDDEN_RESPONSE_HEADERS: frozenset[str] = frozenset(
@@ -123,6 +137,18 @@ FORBIDDEN_RESPONSE_HEADERS: frozenset[str] = frozenset(
 #: Request headers a profile's `headers` may set although agent code may not: the broker
 #: sends a default for each, which the operator's value replaces.
 PROFILE_SETTABLE_HEADERS: frozenset[str] = frozenset({"accept", "user-agent"})
+#: HTTP's conditional request headers (RFC 9110 section 13.1), lower-case, and the
+#: methods each may be listed on: they belong to HTTP itself, so an entry may list one
+#: that the document does not declare. `If-None-Match` on a read gets a 304 for an
+#: unchanged ETag, on a write (`*`) refuses to overwrite; `If-Modified-Since` applies
+#: only to GET and HEAD (13.1.3); `If-Match` and `If-Unmodified-Since` guard writes
+#: against a lost update. No other undeclared header is ever accepted.
+CONDITIONAL_HEADERS: dict[str, frozenset[str]] = {
+    "if-none-match": frozenset({"GET", "HEAD", "PUT", "POST", "PATCH", "DELETE"}),
+    "if-modified-since": frozenset({"GET", "HEAD"}),
+    "if-match": frozenset({"PUT", "POST", "PATCH", "DELETE"}),
+    "if-unmodified-since": frozenset({"PUT", "POST", "PATCH", "DELETE"}),
+}
 #: Longest profile header value (bytes), as for a guest's header value.
 MAX_PROFILE_HEADER_VALUE = 4096
 #: The serialisations the broker implements, per location (OpenAPI 3 style values).
@@ -134,6 +160,11 @@ QUERY_STYLES: tuple[str, ...] = (
     "deepObject",
 )
 HEADER_STYLES: tuple[str, ...] = ("simple",)
+#: How a form body's field may serialise an object or array (OpenAPI 3 `encoding`
+#: `style` and `explode` for application/x-www-form-urlencoded), as the broker builds it.
+FORM_STYLES: tuple[str, ...] = ("form", "form,explode=false", "deepObject")
+#: The media type an entry's `encoding` applies to.
+FORM_MEDIA = "application/x-www-form-urlencoded"
 #: The body media types the broker builds from a JSON object (form, multipart) or a
 #: string (text/plain); JSON is forwarded byte for byte. Any other concrete media type
 #: (specgen.media) travels as the text or bytes the guest gives.
@@ -179,6 +210,16 @@ class AllowEntry:
     #: Response header names (lower-case; a trailing `*` is a prefix) agent code may
     #: read on this route, in addition to the profile's and Content-Type.
     response_headers: tuple[str, ...] = ()
+    #: (form field, FORM_STYLES value) for the fields of a form body that serialise an
+    #: object or array other than by the default `form`, in the document's order.
+    encoding: tuple[tuple[str, str], ...] = ()
+
+    def form_style(self, name: str) -> str:
+        """How the form field `name` serialises an object or array ("form" by default)."""
+        for field_name, style in self.encoding:
+            if field_name == name:
+                return style
+        return "form"
 
     def header_names(self) -> frozenset[str]:
         """Header names, lower-cased: the form they are compared in."""
@@ -299,7 +340,7 @@ def parse_object(obj: dict[str, Any], reserved: Iterable[str] = ()) -> AllowEntr
     if unknown:
         raise AllowError(
             f"allow entry {entry}: unknown key {go_quote(unknown[0])} "
-            "(want route, query, headers, style, body, response_headers)"
+            "(want route, query, headers, style, body, encoding, response_headers)"
         )
     if not isinstance(route_text, str):
         raise AllowError('allow entry object: "route" must be a "METHOD /path" string')
@@ -319,7 +360,35 @@ def parse_object(obj: dict[str, Any], reserved: Iterable[str] = ()) -> AllowEntr
         readable = response_header_patterns(obj.get("response_headers"))
     except AllowError as exc:
         raise AllowError(f"allow entry {entry}: {exc}") from None
-    return AllowEntry(route, query, headers, _body(obj.get("body"), route, entry), readable)
+    body = _body(obj.get("body"), route, entry)
+    made = AllowEntry(route, query, headers, body, readable)
+    encoding = _encoding(obj.get("encoding"), made, entry)
+    return AllowEntry(route, query, headers, body, readable, encoding)
+
+
+def _encoding(raw: Any, made: AllowEntry, entry: str) -> tuple[tuple[str, str], ...]:
+    """The entry's `encoding`: form field names and how each serialises (FORM_STYLES)."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict) or not all(isinstance(v, str) for v in raw.values()):
+        raise AllowError(f"allow entry {entry}: encoding must be an object of strings")
+    if raw and FORM_MEDIA not in made.body_types():
+        raise AllowError(
+            f"allow entry {entry}: encoding describes a form body ({FORM_MEDIA}), which the "
+            "entry's body does not permit"
+        )
+    for name, style in raw.items():
+        if not name or has_control(name) or "[" in name or "]" in name:
+            raise AllowError(
+                f"allow entry {entry}: encoding names {go_quote(name)}, which is empty or "
+                "holds a control character or a bracket"
+            )
+        if style not in FORM_STYLES:
+            raise AllowError(
+                f"allow entry {entry}: encoding {go_quote(style)} of {go_quote(name)} is not "
+                f"one of {', '.join(FORM_STYLES)}"
+            )
+    return tuple(raw.items())
 
 
 def response_header_patterns(raw: Any) -> tuple[str, ...]:
@@ -473,7 +542,13 @@ def entry_json(entry: AllowEntry) -> str | dict[str, Any]:
     Values are written so that `parse_entry` reads back the same entry.
     """
     styled = [p for p in (*entry.query, *entry.headers) if p.style]
-    if entry.headers or styled or entry.body is not None or entry.response_headers:
+    if (
+        entry.headers
+        or styled
+        or entry.body is not None
+        or entry.response_headers
+        or entry.encoding
+    ):
         out: dict[str, Any] = {"route": str(entry.route)}
         if entry.query:
             out["query"] = [str(p) for p in entry.query]
@@ -483,6 +558,8 @@ def entry_json(entry: AllowEntry) -> str | dict[str, Any]:
             out["style"] = {p.name: p.style for p in styled}
         if entry.body is not None:
             out["body"] = list(entry.body)
+        if entry.encoding:
+            out["encoding"] = dict(entry.encoding)
         if entry.response_headers:
             out["response_headers"] = list(entry.response_headers)
         return out
@@ -559,6 +636,8 @@ def declaration_problems(
 
     `query` and `headers` are the parameters the document declares for the route the
     entry is an instance of. Query names compare exactly, header names case-insensitively.
+    HTTP's conditional headers (`CONDITIONAL_HEADERS`) need no declaration on the methods
+    HTTP defines them for.
     """
     problems: list[str] = []
     q = {p.name: p for p in query}
@@ -568,9 +647,19 @@ def declaration_problems(
         *((pm, h.get(pm.name.lower()), "header") for pm in entry.headers),
     ):
         if declared is None:
+            methods = CONDITIONAL_HEADERS.get(permit.name.lower()) if kind == "header" else None
+            method = entry.route.method.upper()
+            if methods is not None and method in methods:
+                continue  # HTTP's own: the document need not declare it
             problems.append(
                 f'allow entry "{entry.route}" names {kind} {go_quote(permit.name)}, which the '
                 "document does not declare for that route"
+                + (
+                    f" (HTTP's conditional header {go_quote(permit.name)} may be listed "
+                    f"undeclared only on {', '.join(sorted(methods))})"
+                    if methods is not None
+                    else ""
+                )
             )
         elif permit.value is not None:
             why = pin_error(permit.value, declared.schema)

@@ -125,8 +125,29 @@ def _parameter_drift(result: Result, allow: list[AllowEntry], name: str) -> list
                 query += q
                 headers += h
         found = declaration_problems(entry, query, headers) + _style_drift(entry, query, headers)
+        found += _encoding_drift(entry, result.gen.catalog)
         problems += [f'profile "{name}": {p}' for p in found]
     return problems
+
+
+def _encoding_drift(entry: AllowEntry, catalog: tuple[AllowEntry, ...]) -> list[str]:
+    """Form fields whose written `encoding` is not the document's: the broker would send
+    `metadata[plan]=pro` to an API that reads `metadata=plan,pro`, or the reverse. A field
+    the entry does not name travels in the default `form` style, so only a written
+    encoding is compared (the document's default for a field it names none for: form)."""
+    if not entry.encoding:
+        return []
+    declared: dict[str, str] = {}
+    for record in catalog:
+        if record.route.covers(entry.route):
+            for field_name, style in record.encoding:
+                declared.setdefault(field_name, style)
+    return [
+        f'allow entry "{entry.route}" encodes form field {go_quote(field_name)} as '
+        f"{go_quote(style)}; the document declares {go_quote(declared.get(field_name, 'form'))}"
+        for field_name, style in entry.encoding
+        if style != declared.get(field_name, "form")
+    ]
 
 
 def _style_drift(entry: AllowEntry, query: list[Parameter], headers: list[Parameter]) -> list[str]:

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from specgen import media as media_types
 from specgen import naming
-from specgen.allow import AllowEntry, Permit, header_forbidden
+from specgen.allow import FORM_MEDIA, AllowEntry, Permit, header_forbidden
 from specgen.errors import SpecError
 from specgen.frozen import make
 from specgen.params import (
@@ -101,6 +101,9 @@ class Operation:
     #: Request body media types the document declares that no grant can carry (a key
     #: that names no media type), as written.
     lost_bodies: tuple[str, ...] = ()
+    #: How its form body's fields serialise objects and arrays (the document's
+    #: `encoding`, see specgen.allow.FORM_STYLES); only fields other than `form`.
+    form_encoding: tuple[tuple[str, str], ...] = ()
 
     @property
     def arg_list(self) -> tuple[str, ...]:
@@ -333,6 +336,8 @@ class _Generator:
         ] = {}
         #: (path, method) -> the body media types its operations declare (default build).
         self.bodies: dict[tuple[str, str], tuple[str, ...]] = {}
+        #: (path, method) -> form field -> its allow-entry encoding (default build).
+        self.encodings: dict[tuple[str, str], dict[str, str]] = {}
         self.doc = doc
         self.refs = Refs(doc, name)
         self.global_name = global_name or "host"
@@ -513,6 +518,10 @@ class _Generator:
                 have = self.bodies.get(key, ())
                 new = operation.body_types
                 self.bodies[key] = (*have, *(t for t in new if t not in have))
+                if operation.form_encoding:
+                    styles = self.encodings.setdefault(key, {})
+                    for field_name, style in operation.form_encoding:
+                        styles.setdefault(field_name, style)
             for p in query:
                 have_q[p.name] = _union(have_q.get(p.name), p)
             for p in headers:
@@ -639,11 +648,14 @@ class _Generator:
         has_body = verb in _WITH_BODY and "requestBody" in op
         body_types: tuple[str, ...] = ()
         lost: tuple[str, ...] = ()
+        form_encoding: tuple[tuple[str, str], ...] = ()
         if has_body or (self.full and verb in _FULL_WITH_BODY and "requestBody" in op):
             request_body = self.refs.deref(op["requestBody"], f"{method} {path} requestBody")
             if self.full:
                 body_types, lost = self.body_types(request_body, method, path)
                 has_body = bool(body_types)
+                if FORM_MEDIA in body_types:
+                    form_encoding = form_encoding_of(request_body)
         args = self.arguments(derived, has_body)
         summary = op.get("summary")
         return make(
@@ -661,6 +673,7 @@ class _Generator:
                 "body_types": body_types,
                 "body_type": _preferred(body_types),
                 "lost_bodies": lost,
+                "form_encoding": form_encoding,
                 "structured": carried is not None,
                 "query_names": carried[0] if carried is not None else (),
                 "header_names": carried[1] if carried is not None else (),
@@ -772,6 +785,38 @@ class _Generator:
             raise SpecError(
                 f'specgen: operationId {quoted} collides with another method name "{name}"'
             )
+
+
+def form_encoding_of(request_body: Any) -> tuple[tuple[str, str], ...]:
+    """The allow-entry `encoding` of a request body's form media type: each field whose
+    OpenAPI Encoding Object says `deepObject`, or `form` with `explode: false`, in the
+    document's order. `form` exploded is the default and is not written; a style the
+    broker does not build for a form (spaceDelimited, pipeDelimited) is left out, so
+    such a field carries only what the default does. A field name the allow language
+    refuses (empty, a bracket or a control character) is left out the same way."""
+    content = request_body.get("content") if isinstance(request_body, dict) else None
+    if not isinstance(content, dict):
+        return ()
+    encoding: Any = None
+    for raw, media in content.items():
+        if media_types.concrete(str(raw)) == FORM_MEDIA and isinstance(media, dict):
+            encoding = media.get("encoding")
+            break
+    if not isinstance(encoding, dict):
+        return ()
+    out: list[tuple[str, str]] = []
+    for name, spec in encoding.items():
+        if not isinstance(spec, dict) or not isinstance(name, str):
+            continue
+        if not name or has_control(name) or "[" in name or "]" in name:
+            continue
+        style = spec.get("style", "form")
+        explode = spec.get("explode", style == "form")
+        if style == "deepObject":
+            out.append((name, "deepObject"))
+        elif style == "form" and explode is False:
+            out.append((name, "form,explode=false"))
+    return tuple(out)
 
 
 def _preferred(types: tuple[str, ...]) -> str:
@@ -908,6 +953,7 @@ def generate(
             "headers": tuple([permit(p) for p in headers]),
             "body": _body_entry(route.method, gen.bodies.get(key, ())),
             "response_headers": (),  # the operator's to list; a document never grants them
+            "encoding": tuple(gen.encodings.get(key, {}).items()),
         }
         entries.append(make(AllowEntry, entry))
     declared = tuple(declared_list)

@@ -25,7 +25,12 @@ EXPECTED_PRINTED: dict[int, list[str]] = {
         "#3 Timeout on large uploads: already triaged",
         "#1 Crash when the config file is empty: commented (201), labels bug, triaged",
     ],
-    2: ["3 pages, 6 bugs already triaged, 0 new"],
+    2: [
+        "3 pages, 6 bugs already triaged, 0 new",
+        "page 1 again: 304 Not Modified (4972 calls left)",
+        "page 2 again: 304 Not Modified (4972 calls left)",
+        "page 3 again: 304 Not Modified (4972 calls left)",
+    ],
     3: [
         "client: host api call not permitted by sandbox capability: POST /repos/acme/billing/issues/1/comments",
         "broker: 403 forbidden by sandbox capability allowlist",
@@ -53,11 +58,11 @@ def failed_claims(result: ExampleResult) -> list[str]:
     """Every claim of the page that this result contradicts."""
     failures = every_page.printed_claims(result, EXPECTED_PRINTED)
     runs = {run.number: run for run in result.runs}
-    for number in (1, 2):
+    for number, expected in ((1, EXPECTED_PAGES), (2, EXPECTED_PAGES * 2)):
         run = runs.get(number)
         pages = [r.path for r in run.requests if "/issues?" in r.path] if run else []
-        if run is not None and pages != EXPECTED_PAGES:
-            failures.append(f"run {number} listed {pages!r}, the page says {EXPECTED_PAGES!r}")
+        if run is not None and pages != expected:
+            failures.append(f"run {number} listed {pages!r}, the page says {expected!r}")
     first = runs.get(1)
     if first is not None:
         for suffix in ("/comments", "/labels"):
@@ -69,7 +74,15 @@ def failed_claims(result: ExampleResult) -> list[str]:
     again = runs.get(2)
     if again is not None and any(req.method != "GET" for req in again.requests):
         failures.append("run 2 wrote to the repository, the page says it only read")
-    refused = [req for req in result.api_log if not 200 <= req.status <= 299]
+    if again is not None:
+        listed = [r.status for r in again.requests if "/issues?" in r.path]
+        if listed != [200] * len(EXPECTED_PAGES) + [304] * len(EXPECTED_PAGES):
+            failures.append(
+                f"run 2's lists were answered {listed!r}, the page says each page 200 and "
+                "then 304 Not Modified"
+            )
+    # A 304 is GitHub accepting a conditional request, not refusing it.
+    refused = [req for req in result.api_log if not 200 <= req.status <= 299 and req.status != 304]
     if refused:
         failures.append(
             f"the API refused {len(refused)} request(s), the page says it accepted every one"

@@ -38,6 +38,7 @@ RUN_TEXT: dict[int, tuple[str, list[str]]] = {
         "The same walk again",
         [
             "A fresh sandbox, the same walk: every open bug now carries the bot's comment, so the run only reads.",
+            "Then it asks whether any page changed, sending each page's ETag back as If-None-Match through gh.$response.call (the generated method's options hold only the parameters GitHub's document declares). GitHub answers 304 Not Modified with no body, and the count of calls left does not move.",
         ],
     ),
     3: (
@@ -105,6 +106,7 @@ def render_page(observed: Observed, spec: SpecResult) -> str:
             whole_sha256=WHOLE_SHA256,
             headers=request_headers(observed),
             pages=sum(1 for r in result.runs[0].requests if "/issues?" in r.path),
+            not_modified=sum(1 for r in result.runs[1].requests if r.status == 304),
             runs=[_run_view(run) for run in result.runs],
             api_log=result.api_log,
         )

@@ -21,6 +21,11 @@ apart and rebuilt from what the allow entry permits:
 * a body only where the entry (and so the document) gives one, as the media type the
   entry permits; the broker sets `Content-Type` to that type, and httpx's own encoders
   build form and multipart bodies (the multipart boundary is random, never the guest's).
+  A form field whose value is an object or an array is serialised as the entry's
+  `encoding` says (the document's OpenAPI `encoding`): `deepObject` in Stripe's brackets
+  (`metadata[plan]=pro`, `expand[]=a`, `items[0][price]=p`), `form,explode=false` joined
+  by commas, and by default (`form`) an array repeats the name and an object is refused;
+  nesting is bounded (`MAX_FORM_DEPTH`, `MAX_FORM_FIELDS`) and the order is the guest's.
   A JSON body (`application/json`, `text/json`, `+json`) is forwarded byte for byte; a
   text or binary one (any other type: XML, YAML, CSV, octet-stream, images) is the bytes
   the guest handed beside the envelope, or a JSON string (sent as UTF-8) or
@@ -51,6 +56,11 @@ MAX_TARGET_BYTES = 8192
 MAX_HEADER_VALUE = 4096
 #: Most parameters (query and header, array items included) in one call.
 MAX_PARAMS = 256
+#: Deepest nesting of a deepObject form field (`a[b][c]` is depth 2); Stripe's deepest
+#: documented parameters nest four levels.
+MAX_FORM_DEPTH = 8
+#: Most fields one form body expands to.
+MAX_FORM_FIELDS = 1024
 
 JSON = media_types.JSON
 FORM = media_types.FORM
@@ -373,8 +383,9 @@ def build_body(
     if media == FORM:
         fields: list[tuple[str, str]] = []
         for name, item in value.items():
-            items = item if isinstance(item, list) else [item]
-            fields += [(_name(name), _field_text(v)) for v in items]
+            fields += _form_fields(_name(name), item, entry.form_style(name))
+            if len(fields) > MAX_FORM_FIELDS:
+                raise CallRefused("a form body has too many fields")
         return Body(FORM, fields=tuple(fields))
     parts: list[tuple[str, tuple[str | None, bytes, str | None]]] = []
     for name, item in value.items():
@@ -383,6 +394,65 @@ def build_body(
     if not parts:
         raise CallRefused("a multipart body needs at least one part")
     return Body(MULTIPART, parts=tuple(parts))
+
+
+def _container(value: object) -> bool:
+    return isinstance(value, dict | list)
+
+
+def _form_fields(name: str, value: object, style: str) -> list[tuple[str, str]]:
+    """One form field as (name, value) pairs, serialised as `style` (FORM_STYLES)."""
+    if style == "deepObject":
+        out: list[tuple[str, str]] = []
+        _deep(name, value, 0, out)
+        return out
+    if style == "form,explode=false":
+        if isinstance(value, dict):
+            texts = [t for k, v in value.items() for t in (_key(k), _flat(v))]
+            return [(name, ",".join(texts))]
+        if isinstance(value, list):
+            return [(name, ",".join(_flat(v) for v in value))]
+        return [(name, _field_text(value))]
+    if isinstance(value, dict):
+        raise CallRefused(
+            "a form field is an object, and the grant's encoding gives it no deepObject style"
+        )
+    items = value if isinstance(value, list) else [value]
+    return [(name, _flat(v)) for v in items]
+
+
+def _flat(value: object) -> str:
+    """A scalar inside a form value that cannot nest."""
+    if _container(value):
+        raise CallRefused("a form field nests an object or array its encoding cannot carry")
+    return _field_text(value)
+
+
+def _key(key: str) -> str:
+    """An object key inside a form value: brackets would forge structure, so none."""
+    if not key or _has_control(key) or "[" in key or "]" in key:
+        raise CallRefused("a form field key is empty or holds a bracket or a control character")
+    return key
+
+
+def _deep(name: str, value: object, depth: int, out: list[tuple[str, str]]) -> None:
+    """deepObject, in Stripe's brackets: objects as `name[key]`, arrays of scalars as
+    `name[]` for each item, arrays holding an object or array as `name[0]`, `name[1]`."""
+    if not _container(value):
+        out.append((name, _field_text(value)))
+        if len(out) > MAX_FORM_FIELDS:
+            raise CallRefused("a form body has too many fields")
+        return
+    if depth >= MAX_FORM_DEPTH:
+        raise CallRefused("a form field nests too deeply")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _deep(f"{name}[{_key(key)}]", item, depth + 1, out)
+        return
+    assert isinstance(value, list)
+    indexed = any(_container(item) for item in value)
+    for i, item in enumerate(value):
+        _deep(f"{name}[{i}]" if indexed else f"{name}[]", item, depth + 1, out)
 
 
 def _base64(value: object) -> bytes | None:
@@ -436,6 +506,8 @@ def _part(value: object) -> tuple[str | None, bytes, str | None]:
 
 
 __all__ = [
+    "MAX_FORM_DEPTH",
+    "MAX_FORM_FIELDS",
     "MAX_HEADER_VALUE",
     "MAX_PARAMS",
     "MAX_TARGET_BYTES",

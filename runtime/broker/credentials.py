@@ -94,6 +94,9 @@ class Basic:
     """`Authorization: Basic base64(user:password)` (RFC 7617), UTF-8 as section 2.1 allows.
 
     The secrets are the password and the encoded pair: a reply echoing either leaks it.
+    With an empty password the user is the key (Stripe's secret key as the Basic user),
+    so the user is the secret instead; a user beside a real password is an account
+    name, which an upstream may print freely.
     """
 
     __slots__ = ("_password", "_user")
@@ -113,7 +116,8 @@ class Basic:
         return []
 
     def secrets(self) -> tuple[str, ...]:
-        return (self._password.reveal(), self._pair())
+        password = self._password.reveal()
+        return (password or self._user.reveal(), self._pair())
 
     def __repr__(self) -> str:
         return "Basic(<hidden>)"

@@ -10,6 +10,7 @@ load, so a grant printed anywhere never shows it:
     {"type": "static", "env": "K", "header": "X-API-Key"}            X-API-Key: <key>
     {"type": "static", "env": "K", "query": "api_key"}               ?api_key=<key>
     {"type": "basic", "user_env": "U", "password_env": "P"}          Authorization: Basic ...
+    {"type": "basic", "user_env": "K", "password": ""}               Basic, empty password
     {"type": "jwt", "secret_env": "S", "audience": "api", ...}       a per-run HS256 token
 
 `value` is a template with exactly one `{token}`; it defaults to `Bearer {token}` for
@@ -63,7 +64,7 @@ _PLACEHOLDER = "{token}"
 
 _FIELDS = {
     "static": frozenset({"type", "env", "header", "value", "query"}),
-    "basic": frozenset({"type", "user_env", "password_env"}),
+    "basic": frozenset({"type", "user_env", "password_env", "password"}),
     "jwt": frozenset(
         {"type", "secret_env", "audience", "ttl_sec", "issuer", "key_id", "header", "value"}
     ),
@@ -126,7 +127,9 @@ class QueryKey:
 
 @dataclass(frozen=True)
 class BasicKey:
-    """HTTP basic (RFC 7617): a user and a password from two variables."""
+    """HTTP basic (RFC 7617): a user and a password from two variables, or a user whose
+    password is empty (`password_env` "": Stripe's `-u sk_test_...:`, where the user is
+    the key)."""
 
     user_env: str
     password_env: str
@@ -207,12 +210,17 @@ def _static(spec: dict[str, Any], env: Mapping[str, str]) -> HeaderKey | QueryKe
 def _basic(spec: dict[str, Any], env: Mapping[str, str]) -> BasicKey:
     user_env = _text(spec, "user_env")
     password_env = _text(spec, "password_env")
-    if not user_env or not password_env:
-        raise TokenBlockError("token.user_env and token.password_env are required for basic")
+    empty = _empty_password(spec, password_env)
+    if not user_env or not (password_env or empty):
+        raise TokenBlockError(
+            "token.user_env and token.password_env are required for basic "
+            '(or "password": "" for an empty password)'
+        )
     user = _variable(env, user_env, "token user_env")
-    password = _variable(env, password_env, "token password_env")
+    password = "" if empty else _variable(env, password_env, "token password_env")
     _check_printable(user, f"token user_env {_quote(user_env)}", ascii_only=False)
-    _check_printable(password, f"token password_env {_quote(password_env)}", ascii_only=False)
+    if not empty:
+        _check_printable(password, f"token password_env {_quote(password_env)}", ascii_only=False)
     if ":" in user:
         # RFC 7617: the first colon separates user from password; one in the user id
         # would move part of it into the password on the server's side.
@@ -223,6 +231,25 @@ def _basic(spec: dict[str, Any], env: Mapping[str, str]) -> BasicKey:
         user=Secret(user),
         password=Secret(password),
     )
+
+
+def _empty_password(spec: dict[str, Any], password_env: str) -> bool:
+    """Does the block say the password is empty (`"password": ""`)?
+
+    Only the empty string is accepted literally: any other password is a secret, and a
+    secret lives in the environment, never in the grants file. Saying it outright,
+    rather than by leaving `password_env` out, keeps a forgotten variable an error.
+    """
+    if "password" not in spec:
+        return False
+    if _text(spec, "password") != "":
+        raise TokenBlockError(
+            'token.password may only be "" (an empty password); a password is read from '
+            "the variable password_env names"
+        )
+    if password_env:
+        raise TokenBlockError('token: set either password_env or "password": "", not both')
+    return True
 
 
 def _jwt(spec: dict[str, Any], env: Mapping[str, str]) -> JwtKey:

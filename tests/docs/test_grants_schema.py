@@ -33,6 +33,9 @@ BASE: dict[str, Any] = {
 }
 
 
+_FORM = "application/x-www-form-urlencoded"
+
+
 def _with(**changes: Any) -> dict[str, Any]:
     body = copy.deepcopy(BASE)
     for key, value in changes.items():
@@ -204,6 +207,31 @@ CASES: list[tuple[str, str, Any, bool]] = [
     ),
     ("query name with &", "p", _with(token={"env": "API_TOKEN", "query": "a&b"}), False),
     ("basic without password", "p", _with(token={"type": "basic", "user_env": "API_TOKEN"}), False),
+    (
+        "basic with an empty password",
+        "p",
+        _with(token={"type": "basic", "user_env": "API_TOKEN", "password": ""}),
+        True,
+    ),
+    (
+        "basic with a literal password",
+        "p",
+        _with(token={"type": "basic", "user_env": "API_TOKEN", "password": "hunter2"}),
+        False,
+    ),
+    (
+        "basic with an empty password and password_env",
+        "p",
+        _with(
+            token={
+                "type": "basic",
+                "user_env": "API_TOKEN",
+                "password_env": "API_TOKEN",
+                "password": "",
+            }
+        ),
+        False,
+    ),
     ("jwt without audience", "p", _with(token={"type": "jwt", "secret_env": "JWT_SECRET"}), False),
     ("forbidden scope", "p", _with(scopes=["code:run"]), False),
     ("scope with a space", "p", _with(scopes=["a b"]), False),
@@ -238,6 +266,24 @@ CASES: list[tuple[str, str, Any, bool]] = [
             allow=[{"route": "GET /v1/items/*", "response_headers": ["ETag"]}],
         ),
         True,
+    ),
+    (
+        "form encoding",
+        "p",
+        _with(allow=[{"route": "POST /v1/c", "body": [_FORM], "encoding": {"m": "deepObject"}}]),
+        True,
+    ),
+    (
+        "form encoding spaceDelimited",
+        "p",
+        _with(allow=[{"route": "POST /v1/c", "body": [_FORM], "encoding": {"m": "pipeDelimited"}}]),
+        False,
+    ),
+    (
+        "form encoding of a bracketed name",
+        "p",
+        _with(allow=[{"route": "POST /v1/c", "body": [_FORM], "encoding": {"m[a]": "deepObject"}}]),
+        False,
     ),
     ("response header Set-Cookie", "p", _with(response_headers=["set-cookie"]), False),
     ("response header bare *", "p", _with(response_headers=["*"]), False),

@@ -71,7 +71,12 @@ def test_specgen_carries_every_operation_and_the_grant_matches(spec: pipeline.Re
 
 def test_every_call_is_one_the_github_fake_accepts(observed: Observed) -> None:
     log = observed.result.api_log
-    assert log and all(200 <= req.status <= 299 for req in log)
+    assert log and all(200 <= req.status <= 299 or req.status == 304 for req in log)
+    # The 304s are run 2's conditional re-reads, each carrying the ETag it was sent.
+    not_modified = [i for i, req in enumerate(log) if req.status == 304]
+    assert len(not_modified) == 3
+    for i in not_modified:
+        assert re.fullmatch(r'W/"[0-9a-f]{32}"', observed.headers[i]["if-none-match"])
     assert all(req.carried_token and req.operation_id for req in log)
     # What GitHub requires arrived on every request: a User-Agent, and the profile's headers.
     assert len(observed.headers) == len(log)
@@ -110,6 +115,24 @@ def test_without_link_the_walk_stops_at_page_one_and_the_claims_fail(tmp_path: P
     failures = failed_claims(narrowed)
     assert any(f.startswith("run 1 listed") for f in failures)
     assert any(f.startswith("run 1 printed") for f in failures)
+
+
+def test_without_if_none_match_the_re_reads_are_refused_and_the_claims_fail(
+    tmp_path: Path,
+) -> None:
+    """The 304s come from the header the grant lists: an entry without it, and the
+    broker refuses the conditional re-read before anything reaches GitHub."""
+
+    def no_conditional(profile: dict[str, Any]) -> None:
+        profile["allow"][0].pop("headers")
+
+    narrowed = run_example(grants_path=_grants_with(tmp_path, no_conditional))
+    again = narrowed.runs[1]
+    assert [r.status for r in again.requests if "/issues?" in r.path] == [200, 200, 200]
+    assert "304" not in again.stdout
+    failures = failed_claims(narrowed)
+    assert any(f.startswith("run 2's lists were answered") for f in failures)
+    assert any(f.startswith("run 2 printed") for f in failures)
 
 
 def test_the_walk_follows_link_to_the_last_page_whatever_its_number(

@@ -22,6 +22,7 @@ from examples.github_triage import fake as github
 from examples.kit.fakes import slack, stripe
 from runtime import load_grants, run_profile
 from specgen import build as pipeline
+from specgen.check import grant_drift
 
 GH_TOKEN = "ghp_fakeTokenForTheTests0001"
 STRIPE_KEY = "sk_test_fakeKeyForTheTests0001"
@@ -387,24 +388,21 @@ def _grant(tmp_path: Path, document: Path, global_name: str, profile: dict) -> P
     return path
 
 
-#: Bearer, not Basic: Stripe documents the key as the Basic user with an empty password
-#: (`-u sk_test_...:`), and the grant's basic token block refuses an empty password_env,
-#: so a grant can only send Stripe's other documented form. The fake takes both
-#: (`test_stripe_takes_the_key_as_basic_user_or_bearer`).
+#: Stripe's documented Basic form: the secret key as the user, the password empty
+#: (`curl -u sk_test_...:`). The fake takes that or Bearer
+#: (`test_stripe_takes_the_key_as_basic_user_or_bearer`) and nothing else.
 STRIPE_PROFILE = {
     "base_url": "https://api.stripe.com",
-    "token": {
-        "type": "static",
-        "env": "STRIPE_SECRET_KEY",
-        "header": "Authorization",
-        "value": "Bearer {token}",
-    },
+    "token": {"type": "basic", "user_env": "STRIPE_SECRET_KEY", "password": ""},
     "allow": [
         {
             "route": "POST /v1/customers",
             "headers": ["Idempotency-Key"],
             "body": ["application/x-www-form-urlencoded"],
+            # Stripe's document: `encoding: {metadata: {style: deepObject, explode: true}}`.
+            "encoding": {"metadata": "deepObject", "expand": "deepObject"},
         },
+        {"route": "POST /v1/customers/*", "body": ["application/x-www-form-urlencoded"]},
         "GET /v1/customers?limit&starting_after",
         "GET /v1/customers/*",
     ],
@@ -412,9 +410,12 @@ STRIPE_PROFILE = {
 
 STRIPE_CODE = """
 const made = await stripe.PostCustomers({
-  "email": "ana@example.com", "metadata[plan]": "pro", "metadata[seats]": "3", "expand[]": ["tax"],
+  email: "ana@example.com", metadata: {plan: "pro", seats: 3}, expand: ["tax"],
 });
 print(made.id, made.metadata.plan, made.metadata.seats);
+// A name the code writes with brackets itself still travels as written.
+const spelled = await stripe.PostCustomersCustomer(made.id, {"metadata[tier]": "gold"});
+print(Object.keys(spelled.metadata).sort().join(" "));
 for (const who of ["ben", "chen"]) await stripe.PostCustomers({email: who + "@example.com"});
 const ids = [];
 let after;
@@ -449,16 +450,44 @@ def test_a_stripe_grant_sends_what_stripe_accepts(tmp_path: Path) -> None:
     assert outcome.result.exit_code == 0, outcome.result.stderr
     assert outcome.result.stdout.splitlines() == [
         "cus_fake000001 pro 3",
+        "plan seats tier",
         "cus_fake000003 cus_fake000002 cus_fake000001",
         "true",
         "refused upstream: true",
     ]
     assert all(r.carried_token for r in log)
-    assert [r.status for r in log] == [200, 200, 200, 200, 200, 200, 200, 400]
-    # The broker sent Stripe's brackets as form fields, and Stripe's parser nested them.
-    assert b"metadata%5Bplan%5D=pro" in bodies[0] and b"expand%5B%5D=tax" in bodies[0]
-    assert customers["cus_fake000001"]["metadata"] == {"plan": "pro", "seats": "3"}
+    assert [r.status for r in log] == [200] * 8 + [400]
+    # The broker turned the code's objects into Stripe's brackets, as the entry's
+    # encoding (the document's) says, and Stripe's parser nested them again.
+    assert bodies[0] == (
+        b"email=ana%40example.com&metadata%5Bplan%5D=pro&metadata%5Bseats%5D=3&expand%5B%5D=tax"
+    )
+    assert customers["cus_fake000001"]["metadata"] == {"plan": "pro", "seats": "3", "tier": "gold"}
     assert len(customers) == 4  # the replayed create made nothing new
+
+
+def test_check_accepts_the_stripe_grant_and_refuses_an_encoding_the_document_does_not_say(
+    tmp_path: Path,
+) -> None:
+    spec = pipeline.run(str(stripe.DOCUMENT), pipeline.Options(global_name="stripe"))
+    path = _grant(tmp_path, stripe.DOCUMENT, "stripe", STRIPE_PROFILE)
+    # Stripe documents Idempotency-Key in its API reference, not in its OpenAPI document,
+    # so check names it; the encoding draws no line.
+    unlisted = (
+        'profile "p": allow entry "POST /v1/customers" names header "Idempotency-Key", which '
+        "the document does not declare for that route"
+    )
+    assert grant_drift(spec, path, "p") == [unlisted]
+    drifted = json.loads(json.dumps(STRIPE_PROFILE))
+    drifted["allow"][0]["encoding"] = {"metadata": "form,explode=false", "email": "deepObject"}
+    problems = grant_drift(spec, _grant(tmp_path, stripe.DOCUMENT, "stripe", drifted), "p")
+    assert problems == [
+        unlisted,
+        'profile "p": allow entry "POST /v1/customers" encodes form field "metadata" as '
+        '"form,explode=false"; the document declares "deepObject"',
+        'profile "p": allow entry "POST /v1/customers" encodes form field "email" as '
+        '"deepObject"; the document declares "form"',
+    ]
 
 
 SLACK_PROFILE = {

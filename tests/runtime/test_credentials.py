@@ -80,6 +80,19 @@ def test_basic_credential_on_the_wire(tmp_path: Path, api: FakeAPI) -> None:
     assert base64.b64decode(blob).decode("utf-8") == f"{USER}:{PASSWORD}"
 
 
+def test_basic_with_an_empty_password_sends_the_user_and_a_colon(
+    tmp_path: Path, api: FakeAPI
+) -> None:
+    """Stripe's documented form (`curl -u sk_test_...:`): the key is the user, the
+    password empty, and the pair keeps its colon."""
+    token = {"type": "basic", "user_env": "K", "password": ""}
+    status, _, seen = send(loaded(tmp_path, token, api.url), api)
+    assert status == 200
+    scheme, blob = seen.headers["authorization"].split(" ")
+    assert scheme == "Basic"
+    assert base64.b64decode(blob).decode("utf-8") == f"{KEY}:"
+
+
 def test_query_key_is_added_after_approval_and_encoded(tmp_path: Path, api: FakeAPI) -> None:
     token = {"type": "static", "env": "K", "query": "api_key"}
     profile = loaded(tmp_path, token, api.url)
@@ -105,6 +118,10 @@ def test_query_key_is_added_after_approval_and_encoded(tmp_path: Path, api: Fake
         ({"type": "basic", "user_env": "U", "password_env": "P"},
          b"Authorization: Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode())),
         ({"type": "basic", "user_env": "U", "password_env": "P"}, PASSWORD.encode()),
+        # With an empty password the user is the key: an echo of it alone is a leak.
+        ({"type": "basic", "user_env": "K", "password": ""}, b'{"key": "' + KEY.encode() + b'"}'),
+        ({"type": "basic", "user_env": "K", "password": ""},
+         b"Authorization: Basic " + base64.b64encode(f"{KEY}:".encode())),
     ],
 )  # fmt: skip
 def test_a_reply_reflecting_the_credential_is_not_delivered(
@@ -168,6 +185,14 @@ PREFIX = 'grants: profile "p": '
         ({"env": "K", "query": "a&b=c"}, 'token.query "a&b=c" must be 1 to 128'),
         ({"env": "K", "query": "k", "header": "X-K"}, "set either query or header/value"),
         ({"type": "basic", "user_env": "U"}, "token.user_env and token.password_env are required"),
+        ({"type": "basic", "user_env": "U"}, '(or "password": "" for an empty password)'),
+        ({"type": "basic", "user_env": "U", "password_env": "P", "password": ""},
+         'set either password_env or "password": "", not both'),
+        ({"type": "basic", "user_env": "U", "password": "hunter2"},
+         'token.password may only be "" (an empty password)'),
+        ({"type": "basic", "user_env": "U", "password": 0}, "token.password must be a string"),
+        ({"type": "basic", "user_env": "UNSET", "password": ""},
+         'token user_env "UNSET" is empty or unset'),
         ({"type": "basic", "user_env": "U", "password_env": "UNSET"},
          'token password_env "UNSET" is empty or unset'),
         ({"type": "basic", "user_env": "CRLF", "password_env": "P"},

@@ -228,6 +228,41 @@ def test_declaration_problems_name_undeclared_parameters_and_bad_pins() -> None:
     assert declaration_problems(parse_entry("GET /a?State"), query, headers)
 
 
+@pytest.mark.parametrize(
+    ("method", "header", "accepted"),
+    [
+        ("GET", "If-None-Match", True),
+        ("HEAD", "if-none-match", True),
+        ("PUT", "If-None-Match", True),  # `*`: create only if nothing is there
+        ("GET", "If-Modified-Since", True),
+        ("POST", "If-Modified-Since", False),  # RFC 9110 13.1.3: GET and HEAD only
+        ("PATCH", "If-Match", True),
+        ("DELETE", "If-Unmodified-Since", True),
+        ("GET", "If-Match", False),  # the lost-update guards are for writes
+        ("GET", "If-Range", False),  # conditional, but not one of the four
+        ("GET", "If-None-Match-X", False),
+        ("GET", "X-If-None-Match", False),
+    ],
+)
+def test_http_conditional_headers_need_no_declaration_and_nothing_else_does(
+    method: str, header: str, accepted: bool
+) -> None:
+    entry = parse_entry({"route": f"{method} /a", "headers": [header]})
+    problems = declaration_problems(entry, [], [])
+    assert (problems == []) is accepted, problems
+    if not accepted:
+        assert f'names header "{header}", which the document does not declare' in problems[0]
+
+
+def test_a_conditional_header_on_the_wrong_method_says_where_it_may_go() -> None:
+    entry = parse_entry({"route": "GET /a", "headers": ["If-Match"]})
+    (problem,) = declaration_problems(entry, [], [])
+    assert problem.endswith(
+        '(HTTP\'s conditional header "If-Match" may be listed undeclared only on '
+        "DELETE, PATCH, POST, PUT)"
+    )
+
+
 def test_response_headers_in_the_object_form_round_trip() -> None:
     from specgen.allow import entry_json, parse_entry
 
