@@ -114,6 +114,29 @@ class Grant:
         return self._profile.entries or tuple(AllowEntry(r) for r in self._profile.allow)
 
     @property
+    def token_kind(self) -> str:
+        """The token block's type as the description names it ("" for no credential):
+        the same word `emit description --grants` reads from the file."""
+        block = self._profile.credential
+        if block is None:
+            return ""
+        name = type(block).__name__
+        return "basic" if name == "BasicKey" else "jwt" if name == "JwtKey" else "static"
+
+    @property
+    def response_headers(self) -> tuple[str, ...]:
+        """Response headers the profile lets agent code read on every route."""
+        return self._profile.response_headers
+
+    @property
+    def route_response_headers(self) -> tuple[str, ...]:
+        """Those only some routes' allow entries add (as grant_view.read_grant lists them)."""
+        every = self._profile.response_headers
+        return tuple(
+            dict.fromkeys(h for e in self.allow for h in e.response_headers if h not in every)
+        )
+
+    @property
     def max_calls(self) -> int:
         return self._profile.max_calls
 
