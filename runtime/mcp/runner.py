@@ -24,20 +24,9 @@ from runtime import (
     TraceSnapshot,
     audit_line,
     load_grants,
-    messages,
     run_profile,
 )
 from specgen.allow import AllowEntry
-
-#: The broker's fixed refusal texts, by the rule that refused (see hints in tools.py).
-REFUSALS: dict[str, str] = {
-    "route": messages.MSG_FORBIDDEN,
-    "budget": messages.MSG_BUDGET,
-    "ended": messages.MSG_ENDED,
-    "capacity": messages.MSG_CAPACITY,
-    "body": messages.MSG_TOO_LARGE,
-    "upstream": messages.MSG_UPSTREAM,
-}
 
 
 class GrantError(ValueError):
@@ -51,6 +40,8 @@ class Call:
     route: str
     status: int
     delivered: bool
+    #: Why nothing was delivered (the trace row's failure), else None.
+    failure: str | None = None
 
 
 @dataclass(frozen=True)
@@ -67,6 +58,8 @@ class Run:
     dropped: int
     #: The run's audit line, exactly as `specgen run` writes it (runtime.audit_line).
     audit: str = ""
+    #: The rule id (runtime.refusals.RULES) of each call the broker refused, in order.
+    refused: tuple[str, ...] = ()
 
 
 class Grant:
@@ -180,10 +173,13 @@ class Grant:
             exit_code=result.exit_code,
             timed_out=result.timed_out,
             duration_s=result.duration_s,
-            calls=tuple(Call(r.seq, r.method, r.route, r.status, r.delivered) for r in trace.rows),
+            calls=tuple(
+                Call(r.seq, r.method, r.route, r.status, r.delivered, r.failure) for r in trace.rows
+            ),
             denied=trace.denied,
             dropped=trace.dropped,
             audit=outcome.audit,
+            refused=tuple(r.rule for r in trace.refused),
         )
 
 
