@@ -293,6 +293,11 @@ def format_table(snapshot: TraceSnapshot) -> str:
     if snapshot.shed:
         counts += f", shed {snapshot.shed}"
     lines.append(counts)
+    if snapshot.refused:
+        by_rule: dict[str, int] = {}
+        for refused in snapshot.refused:
+            by_rule[refused.rule] = by_rule.get(refused.rule, 0) + 1
+        lines.append("  refused by rule: " + ", ".join(f"{r} {n}" for r, n in by_rule.items()))
     if snapshot.dropped:
         lines.append("  every call sent, by route (rows past the cap included):")
         for c in snapshot.routes:

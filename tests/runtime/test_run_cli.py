@@ -168,6 +168,9 @@ def test_calls_the_client_refuses_are_on_the_record(tmp_path: Path, api: FakeAPI
         {"rule": "parameter_not_granted", "method": "GET", "route": f"{MINE}/memories/*"},
         {"rule": "route_not_granted"},
     ]
+    assert "specgen:   refused by rule: parameter_not_granted 1, route_not_granted 1\n" in (
+        result.stderr
+    )
     line = next(ln for ln in result.stderr.splitlines() if ln.startswith("specgen: audit: "))
     assert "newest" not in line and "sort" not in line  # the audit keeps no guest text
 
