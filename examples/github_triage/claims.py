@@ -87,6 +87,6 @@ def failed_claims(result: ExampleResult) -> list[str]:
         failures.append(
             f"the API refused {len(refused)} request(s), the page says it accepted every one"
         )
-    failures += every_page.refusal_claims(result, [REFUSAL_RUN], trace_empty=True)
+    failures += every_page.refusal_claims(result, [REFUSAL_RUN], trace_empty=True, denied=2)
     failures += every_page.trace_claims(result)
     return failures + every_page.key_claims(result)

@@ -44,7 +44,7 @@ RUN_TEXT: dict[int, tuple[str, list[str]]] = {
     3: (
         "Another repository",
         [
-            "The same comment on acme/billing. The client in the sandbox refuses it first; code that skips the client and hands the broker the call itself gets the broker's 403. Nothing reached GitHub, and the trace records only the denial.",
+            "The same comment on acme/billing. The client in the sandbox sees that the grant has no route for it, but sends it all the same, so the broker decides it: the broker refuses it and counts it, and the client reports its own refusal text. Code that skips the client and hands the broker the call itself gets the broker's 403. Nothing reached GitHub, and the trace records only the two denials, each with its rule (route_not_granted).",
         ],
     ),
 }

@@ -31,18 +31,21 @@ def printed_claims(result: ExampleResult, expected: dict[int, list[str]]) -> lis
 
 
 def refusal_claims(
-    result: ExampleResult, numbers: Iterable[int], *, trace_empty: bool
+    result: ExampleResult, numbers: Iterable[int], *, trace_empty: bool, denied: int = 1
 ) -> list[str]:
-    """Each of these runs made one call outside the grant: the broker denied exactly one,
-    no request reached the API, and (`trace_empty`) the trace recorded no call."""
+    """Each of these runs made `denied` calls outside the grant (through the client, and
+    around it): the broker denied exactly those, no request reached the API, and
+    (`trace_empty`) the trace recorded no call."""
     failures: list[str] = []
     runs = {run.number: run for run in result.runs}
     for number in numbers:
         run = runs.get(number)
         if run is None:
             continue
-        if run.denied != 1:
-            failures.append(f"run {number}: the broker denied {run.denied} calls, the page says 1")
+        if run.denied != denied:
+            failures.append(
+                f"run {number}: the broker denied {run.denied} calls, the page says {denied}"
+            )
         if run.requests:
             failures.append(
                 f"run {number}: {len(run.requests)} request(s) reached the API, the page says none"

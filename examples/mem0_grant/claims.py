@@ -27,7 +27,7 @@ EXPECTED_PRINTED: dict[int, list[str]] = {
         "last page",
     ],
     4: [
-        "refused: host api 403: forbidden by sandbox capability allowlist",
+        "refused: host api 403: pinned value differs: user_id",
     ],
 }
 #: The query every list request carried: the pin, added by the broker, then the pages.

@@ -48,7 +48,7 @@ RUN_TEXT: dict[int, tuple[str, list[str]]] = {
     4: (
         "Another user's memories",
         [
-            "The same list with user_id=bob. The client in the sandbox passes it on (its copy of the grant checks routes, not parameters), and the broker refuses it: the pinned value is alice, and any other value is refused, not replaced. No request reached the API.",
+            "The same list with user_id=bob. The client in the sandbox passes it on (its copy of the grant checks routes, not parameters), and the broker refuses it, naming the parameter but not the value: the pinned value is alice, and any other value is refused, not replaced. No request reached the API.",
         ],
     ),
 }

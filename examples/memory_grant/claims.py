@@ -52,5 +52,5 @@ def failed_claims(result: ExampleResult) -> list[str]:
         got = [row.bytes_sent for row in run.rows] if run else []
         if got != want:
             failures.append(f"run {number} sent {got} bytes per call, the page says {want}")
-    failures += every_page.refusal_claims(result, REFUSAL_RUNS, trace_empty=True)
+    failures += every_page.refusal_claims(result, REFUSAL_RUNS, trace_empty=True, denied=2)
     return failures + every_page.trace_claims(result) + every_page.key_claims(result)

@@ -40,8 +40,8 @@ RUN_TEXT: dict[int, tuple[str, list[str]]] = {
     3: (
         "Another customer's memory, through the client and around it",
         [
-            "The same recall, for customer-43. The client in the sandbox refuses it before any request is made, because its copy of the allow list has no route for that profile.",
-            "That check is the guest's own JavaScript, which hostile code can simply skip, so the code then calls the raw host function underneath the client. The broker, outside the sandbox, refuses that too and counts one denied call. No request reached the API.",
+            "The same recall, for customer-43. The client in the sandbox finds no route for that profile in its copy of the allow list, yet sends the call to the broker all the same: the broker refuses it and counts it, so even a refusal the client saw coming is on the record, and the client reports its own refusal text.",
+            "That check is the guest's own JavaScript, which hostile code can simply skip, so the code then calls the raw host function underneath the client. The broker, outside the sandbox, refuses that too: two denied calls, each counted with its rule. No request reached the API.",
         ],
     ),
     4: (

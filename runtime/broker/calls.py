@@ -71,7 +71,18 @@ _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 
 
 class CallRefused(ValueError):
-    """A structured call the broker will not send; str() says why (never a value)."""
+    """A structured call the broker will not send; str() says why (never a value).
+
+    `rule` is the id in runtime.refusals.RULES the guest's text and the trace take;
+    `name` the parameter, header or media type that rule names (never a value).
+    """
+
+    def __init__(self, reason: str, rule: str = "call_malformed", name: str = "") -> None:
+        super().__init__(reason)
+        self.rule = rule
+        self.name = name
+        #: The allow entry the call matched before it was refused (Policy sets it).
+        self.route: Route | None = None
 
 
 def _has_control(text: str) -> bool:
@@ -197,7 +208,9 @@ def _pinned(permit: Permit, value: ParamValue | None, kind: str) -> str:
     """A pinned parameter's value: the pin, whether the guest gave it or not."""
     assert permit.value is not None
     if value is not None and value != permit.value:
-        raise CallRefused(f"{kind} {permit.name!r} is pinned by the grant")
+        raise CallRefused(
+            f"{kind} {permit.name!r} is pinned by the grant", "pin_differs", permit.name
+        )
     return permit.value
 
 
@@ -245,7 +258,9 @@ def build_query(
     taken = {name.lower() for name in reserved}
     for name in values:
         if name not in permits or name.lower() in taken:
-            raise CallRefused("a query parameter the grant does not list")
+            raise CallRefused(
+                "a query parameter the grant does not list", "parameter_not_granted", name
+            )
     if any(p.name.lower() in taken for p in entry.query):
         raise CallRefused("a query parameter the broker sets")
     pairs: list[tuple[str, str]] = []
@@ -281,7 +296,7 @@ def build_headers(
     permits = {p.name.lower(): p for p in entry.headers}
     for name in values:
         if name not in permits or header_forbidden(name, reserved):
-            raise CallRefused("a header the grant does not list")
+            raise CallRefused("a header the grant does not list", "parameter_not_granted", name)
     out: list[tuple[str, str]] = []
     for key, permit in permits.items():
         if header_forbidden(permit.name, reserved):
@@ -365,7 +380,9 @@ def build_body(
         return None
     media = media_type or JSON
     if media not in entry.body_types():
-        raise CallRefused(f"the grant permits no {media} body on {entry.route}")
+        raise CallRefused(
+            f"the grant permits no {media} body on {entry.route}", "body_type_not_granted", media
+        )
     built = media in (FORM, MULTIPART)
     as_json = not built and media_types.kind(media) == "json"
     if payload is not None:

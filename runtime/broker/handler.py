@@ -37,6 +37,7 @@ import httpx
 from runtime.broker import connections, upstream
 from runtime.broker.breaker import PROBE_TIMEOUT_S
 from runtime.broker.breaker import Breaker as BackpressureBreaker
+from runtime.broker.calls import CallRefused
 from runtime.broker.credentials import credential_for
 from runtime.broker.grants import Profile
 from runtime.broker.policy import Plan, Policy
@@ -45,14 +46,7 @@ from runtime.broker.transport import DeadlineTransport
 from runtime.broker.upstream import MAX_RESPONSE_BODY, Failure, Fault, Upstream
 from runtime.contract import MAX_REQUEST_BODY_BYTES, HostReply, HostRequest
 from runtime.messages import (
-    MSG_BUDGET,
-    MSG_CAPACITY,
     MSG_ENDED,
-    MSG_FORBIDDEN,
-    MSG_HELD,
-    MSG_ROUTE_BUDGET,
-    MSG_SHED,
-    MSG_TOO_LARGE,
     MSG_UPSTREAM,
     MSG_UPSTREAM_BAD_RESPONSE,
     MSG_UPSTREAM_TIMEOUT,
@@ -61,6 +55,7 @@ from runtime.messages import (
     MSG_UPSTREAM_UNREACHABLE,
     reply_text,
 )
+from runtime.refusals import RULES, guest_text
 from specgen.routes import Route
 
 #: Calls that may be in flight at once in one session.
@@ -175,11 +170,9 @@ class Broker:
         """A blocking call (the raw host call): the reference's order, 429 when all
         MAX_IN_FLIGHT slots are taken."""
         if self._ended or self._expired():
-            self.trace.deny()
-            return refusal(503, MSG_ENDED)
+            return self._refuse("run_ended")
         if not self._slots.acquire(blocking=False):
-            self.trace.deny()
-            return refusal(429, MSG_CAPACITY)
+            return self._refuse("capacity")
         try:
             decided = self._decide(call)
             if isinstance(decided, HostReply):
@@ -198,8 +191,7 @@ class Broker:
         row; it returns a refusal at once when the call was refused here.
         """
         if self._ended or self._expired():
-            self.trace.deny()
-            return functools.partial(_answered, refusal(503, MSG_ENDED))
+            return functools.partial(_answered, self._refuse("run_ended"))
         decided = self._decide(call)
         if isinstance(decided, HostReply):
             return functools.partial(_answered, decided)
@@ -214,13 +206,17 @@ class Broker:
         finally:
             self._slots.release()
 
+    def _refuse(self, rule: str, route: Route | None = None, name: str = "") -> HostReply:
+        """Count the call as denied under `rule` and answer with that rule's text."""
+        self.trace.deny(rule, route)
+        return refusal(RULES[rule].status, guest_text(rule, name))
+
     def _decide(self, call: HostRequest) -> HostReply | _Admitted:
         with self._lock:
             self._calls += 1
             over_budget = self._calls > self._budget
         if over_budget:
-            self.trace.deny()
-            return refusal(429, MSG_BUDGET)
+            return self._refuse("budget_exhausted")
 
         body, payload = call.body, call.payload
         if any(
@@ -229,22 +225,18 @@ class Broker:
         ):
             # Not what the HostHandler contract promises; forwarding a guess would send
             # bytes nobody approved.
-            self.trace.deny()
-            return refusal(403, MSG_FORBIDDEN)
-        plan = self._policy.plan(call)
-        if plan is None:
-            self.trace.deny()
-            return refusal(403, MSG_FORBIDDEN)
+            return self._refuse("call_malformed")
+        plan = self._policy.decide(call)
+        if isinstance(plan, CallRefused):
+            return self._refuse(plan.rule, plan.route, plan.name)
         route, path = plan.route, plan.path
         if not self._caps.charge(route.method, path):
-            self.trace.deny()
-            return refusal(429, MSG_ROUTE_BUDGET)
+            return self._refuse("route_cap_exhausted", route)
         if not self._breaker.admit(self._probe if self._profile.health_check else None):
-            self.trace.shed()
-            return refusal(503, MSG_SHED)
+            self.trace.shed(route)
+            return refusal(RULES["breaker_open"].status, guest_text("breaker_open"))
         if any(part is not None and len(part) > MAX_REQUEST_BODY for part in (body, payload)):
-            self.trace.deny()
-            return refusal(413, MSG_TOO_LARGE)
+            return self._refuse("body_too_large", route)
 
         try:
             request = self._policy.build(
@@ -253,24 +245,20 @@ class Broker:
         except Exception:
             request = None
         if request is None:
-            self.trace.deny()
-            return refusal(403, MSG_FORBIDDEN)
+            return self._refuse("call_malformed", route)
         payload = request.content
         if len(payload) > MAX_REQUEST_BODY:
-            self.trace.deny()
-            return refusal(413, MSG_TOO_LARGE)
+            return self._refuse("body_too_large", route)
 
         if self._ended or self._expired():
-            self.trace.deny()
-            return refusal(503, MSG_ENDED)
+            return self._refuse("run_ended", route)
 
         with self._lock:
             over_held = self._held + len(payload) > MAX_HELD_REQUEST_BYTES
             if not over_held:
                 self._held += len(payload)
         if over_held:
-            self.trace.deny()
-            return refusal(429, MSG_HELD)
+            return self._refuse("held_bytes", route)
 
         admitted = _Admitted(
             route,

@@ -103,10 +103,19 @@ class Policy:
 
     def plan(self, call: HostRequest) -> Plan | None:
         """The approved wire pieces of a host call, raw or structured, or None to refuse."""
+        decided = self.decide(call)
+        return decided if isinstance(decided, Plan) else None
+
+    def decide(self, call: HostRequest) -> Plan | CallRefused:
+        """The approved wire pieces, or the refusal naming its rule (runtime.refusals):
+        `route_not_granted` when no allow entry matches the method and path."""
         try:
-            return self._plan(call)
-        except CallRefused:
-            return None
+            plan = self._plan(call)
+        except CallRefused as refused:
+            return refused
+        if plan is None:
+            return CallRefused("no allow entry matches", "route_not_granted")
+        return plan
 
     def _plan(self, call: HostRequest) -> Plan | None:
         method = call.method
@@ -124,11 +133,17 @@ class Policy:
         if route is None:
             return None
         entry: AllowEntry = self._profile.entry_for(route)
-        query = calls.build_query(entry, call.query, self._reserved_query())
-        headers = calls.build_headers(entry, call.headers, self._reserved_headers())
-        body = calls.build_body(entry, call.body, call.media_type, call.payload)
+        try:
+            query = calls.build_query(entry, call.query, self._reserved_query())
+            headers = calls.build_headers(entry, call.headers, self._reserved_headers())
+            body = calls.build_body(entry, call.body, call.media_type, call.payload)
+        except CallRefused as refused:
+            refused.route = route
+            raise
         if len((path + "?" + query).encode("utf-8", "surrogatepass")) > calls.MAX_TARGET_BYTES:
-            raise CallRefused("the request target is too long")
+            refused = CallRefused("the request target is too long")
+            refused.route = route
+            raise refused
         sent = {name for name, _ in call.query} | {
             p.name for p in entry.query if p.value is not None
         }

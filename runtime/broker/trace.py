@@ -3,8 +3,10 @@
 A row has a field for the allow entry a call matched (the operator's own text), its
 status, sizes and latency, the names of the parameters it sent, and nothing else. There
 is no field for the raw path, a parameter's value, a body, a header value or the key, so no later change to what the broker sees can
-make the trace (or the audit line built from it) carry them. Denied calls are only
-counted: they matched no template, so there is nothing safe to record about them.
+make the trace (or the audit line built from it) carry them. A refused call gets
+no row: it is counted (`denied`, or `shed` for the breaker) and listed with the id of
+the rule that refused it (runtime.refusals) and, when it matched an allow entry, that
+entry; a name the guest chose (an unlisted parameter's) is never kept.
 
 Calls may be in flight together (the sandbox fans a guest's `Promise.all` out), so a row's
 `seq` is reserved when the broker admits the call, in the order the guest made its calls,
@@ -68,6 +70,16 @@ class TraceRow:
 
 
 @dataclass(frozen=True, slots=True)
+class RefusedCall:
+    """One call the broker refused (or the breaker shed): the rule, and the allow entry
+    the call matched when it got that far (the operator's text, never the guest's)."""
+
+    rule: str
+    method: str = ""
+    route: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class RouteCount:
     """Every call sent upstream for one (method, allow entry), rows kept or not."""
 
@@ -88,6 +100,9 @@ class TraceSnapshot:
     routes: tuple[RouteCount, ...] = ()
     #: Calls the backpressure breaker refused (never sent).
     shed: int = 0
+    #: The broker's refusals in the order it made them, each with its rule
+    #: (runtime.refusals.RULES), up to MAX_ROWS; denied and shed count them all.
+    refused: tuple[RefusedCall, ...] = ()
 
     def to_dict(self) -> dict[str, object]:
         record: dict[str, object] = {
@@ -96,11 +111,21 @@ class TraceSnapshot:
             "dropped": self.dropped,
             "routes": [asdict(c) for c in self.routes],
         }
+        if self.refused:
+            # Only when there were refusals: a run with none keeps the line it always had.
+            record["refused"] = [_refused_dict(r) for r in self.refused]
         if self.shed:
             # Only when > 0, as the reference's host_calls_shed: a run the breaker never
             # touched keeps the audit line it always had.
             record["shed"] = self.shed
         return record
+
+
+def _refused_dict(refused: RefusedCall) -> dict[str, object]:
+    out: dict[str, object] = {"rule": refused.rule}
+    if refused.route:
+        out.update(method=refused.method, route=refused.route)
+    return out
 
 
 def _row_dict(row: TraceRow) -> dict[str, object]:
@@ -123,10 +148,18 @@ class CallTrace:
         self._dropped = 0
         self._counts: dict[tuple[str, str], list[int]] = {}
         self._shed = 0
+        self._refused: list[RefusedCall] = []
 
-    def deny(self) -> None:
+    def deny(self, rule: str = "route_not_granted", route: Route | None = None) -> None:
+        """Count a refused call under `rule`; `route` is the allow entry it matched, if any."""
         with self._lock:
             self._denied += 1
+            self._refuse(rule, route)
+
+    def _refuse(self, rule: str, route: Route | None) -> None:
+        if len(self._refused) < MAX_ROWS:
+            method, path = (route.method.upper(), route.path) if route is not None else ("", "")
+            self._refused.append(RefusedCall(rule, method, path))
 
     def reserve(self, route: Route | None = None) -> int:
         """The next sequence number, taken when a call is admitted (in the guest's order);
@@ -139,10 +172,11 @@ class CallTrace:
             listener(seq, route.method.upper(), route.path)
         return seq
 
-    def shed(self) -> None:
+    def shed(self, route: Route | None = None) -> None:
         """Count a call the breaker refused; like a denied one, it has no row."""
         with self._lock:
             self._shed += 1
+            self._refuse("breaker_open", route)
 
     def record(
         self,
@@ -197,7 +231,9 @@ class CallTrace:
                     self._counts.items(), key=lambda kv: (kv[0][1], kv[0][0])
                 )
             )
-            return TraceSnapshot(rows, self._denied, self._dropped, routes, self._shed)
+            return TraceSnapshot(
+                rows, self._denied, self._dropped, routes, self._shed, tuple(self._refused)
+            )
 
 
 def check_trace_id(trace_id: str) -> str:
@@ -223,8 +259,9 @@ def audit_line(
     Fields: `profile`, `trace_id` (only when the caller gave one), `isolation` (the
     tier the engine ran on: process, worker or gvisor; every run names it), `calls` (the rows),
     `denied`, `dropped`, `routes` (every call sent upstream, counted per method and
-    allow entry, past the row cap too), `shed` (only when the breaker refused a call).
-    Nothing else exists to be filled in.
+    allow entry, past the row cap too), `refused` (only when a call was refused: each
+    refusal's rule id, and the allow entry it matched when it matched one), `shed`
+    (only when the breaker refused a call). Nothing else exists to be filled in.
     """
     record: dict[str, object] = {"profile": profile}
     if trace_id is not None:
@@ -265,6 +302,11 @@ def format_table(snapshot: TraceSnapshot) -> str:
     if snapshot.shed:
         counts += f", shed {snapshot.shed}"
     lines.append(counts)
+    if snapshot.refused:
+        by_rule: dict[str, int] = {}
+        for refused in snapshot.refused:
+            by_rule[refused.rule] = by_rule.get(refused.rule, 0) + 1
+        lines.append("  refused by rule: " + ", ".join(f"{r} {n}" for r, n in by_rule.items()))
     if snapshot.dropped:
         lines.append("  every call sent, by route (rows past the cap included):")
         for c in snapshot.routes:

@@ -25,20 +25,9 @@ from runtime import (
     TraceSnapshot,
     audit_line,
     load_grants,
-    messages,
     run_profile,
 )
 from specgen.allow import AllowEntry
-
-#: The broker's fixed refusal texts, by the rule that refused (see hints in tools.py).
-REFUSALS: dict[str, str] = {
-    "route": messages.MSG_FORBIDDEN,
-    "budget": messages.MSG_BUDGET,
-    "ended": messages.MSG_ENDED,
-    "capacity": messages.MSG_CAPACITY,
-    "body": messages.MSG_TOO_LARGE,
-    "upstream": messages.MSG_UPSTREAM,
-}
 
 
 class GrantError(ValueError):
@@ -52,6 +41,8 @@ class Call:
     route: str
     status: int
     delivered: bool
+    #: Why nothing was delivered (the trace row's failure), else None.
+    failure: str | None = None
 
 
 @dataclass(frozen=True)
@@ -68,6 +59,8 @@ class Run:
     dropped: int
     #: The run's audit line, exactly as `specgen run` writes it (runtime.audit_line).
     audit: str = ""
+    #: The rule id (runtime.refusals.RULES) of each call the broker refused, in order.
+    refused: tuple[str, ...] = ()
 
 
 class Grant:
@@ -117,6 +110,29 @@ class Grant:
         return self._profile.entries or tuple(AllowEntry(r) for r in self._profile.allow)
 
     @property
+    def token_kind(self) -> str:
+        """The token block's type as the description names it ("" for no credential):
+        the same word `emit description --grants` reads from the file."""
+        block = self._profile.credential
+        if block is None:
+            return ""
+        name = type(block).__name__
+        return "basic" if name == "BasicKey" else "jwt" if name == "JwtKey" else "static"
+
+    @property
+    def response_headers(self) -> tuple[str, ...]:
+        """Response headers the profile lets agent code read on every route."""
+        return self._profile.response_headers
+
+    @property
+    def route_response_headers(self) -> tuple[str, ...]:
+        """Those only some routes' allow entries add (as grant_view.read_grant lists them)."""
+        every = self._profile.response_headers
+        return tuple(
+            dict.fromkeys(h for e in self.allow for h in e.response_headers if h not in every)
+        )
+
+    @property
     def max_calls(self) -> int:
         return self._profile.max_calls
 
@@ -160,10 +176,13 @@ class Grant:
             exit_code=result.exit_code,
             timed_out=result.timed_out,
             duration_s=result.duration_s,
-            calls=tuple(Call(r.seq, r.method, r.route, r.status, r.delivered) for r in trace.rows),
+            calls=tuple(
+                Call(r.seq, r.method, r.route, r.status, r.delivered, r.failure) for r in trace.rows
+            ),
             denied=trace.denied,
             dropped=trace.dropped,
             audit=outcome.audit,
+            refused=tuple(r.rule for r in trace.refused),
         )
 
 

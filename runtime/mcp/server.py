@@ -71,7 +71,14 @@ class Prepared:
 def prepare(spec: str, grant: Grant, server: str | None = None) -> Prepared:
     """Generate the client's types from `spec` and keep what the grant permits."""
     result = pipeline.run(spec, pipeline.Options(global_name=grant.global_name, server=server))
-    view = GrantView(grant.name, grant.allow, "static" if grant.has_key else "", grant.global_name)
+    view = GrantView(
+        grant.name,
+        grant.allow,
+        grant.token_kind,
+        grant.global_name,
+        grant.response_headers,
+        grant.route_response_headers,
+    )
     permitted = allowed(result, view.allow)
     full = grant_description(result, view)
     if len(full) <= MAX_INSTRUCTIONS:

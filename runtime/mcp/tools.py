@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 import orjson
 
-from runtime.mcp.runner import REFUSALS, Run
+from runtime.mcp.runner import Run
 from runtime.mcp.search import Index
+from runtime.refusals import NAMED_TEXTS, RULES
 from specgen.grant_view import Allowed, signature
 from specgen.render import render
 from specgen.typescript import OperationTypes, TypeSet
@@ -24,8 +25,6 @@ MAX_STREAM_CHARS = 24_000
 MAX_CALLS_SHOWN = 64
 #: Characters of one type expression in a search hit; describe() gives the full one.
 MAX_HIT_TYPE = 160
-#: The text the client's own gate rejects with (templates/client.js.j2) before the broker.
-CLIENT_GATE = "host api call not permitted by sandbox capability"
 WITHHELD = "[withheld: the grant's key]"
 
 
@@ -35,41 +34,48 @@ def _cut(text: str, limit: int) -> tuple[str, bool]:
     return text[:limit], True
 
 
+def _named(rule: str, seen: str) -> list[str]:
+    """The names a rule's refusals quoted to the guest, as the guest's output shows them
+    (the broker's record keeps no name the guest chose, so only what the guest printed
+    can be quoted back)."""
+    pattern = NAMED_TEXTS.get(rule)
+    return list(dict.fromkeys(pattern.findall(seen))) if pattern is not None else []
+
+
 def hints(run: Run, max_calls: int, timeout_s: float) -> list[str]:
-    """Why calls failed, in words a model can act on; derived from the trace and the
-    broker's and client's fixed texts in the guest's output, never from a secret."""
+    """Why calls failed, in words a model can act on: one hint per refusal rule the
+    broker recorded (runtime.refusals), naming the parameter when the guest's output
+    shows the refusal's text; then the trace's upstream outcomes. Never a secret."""
     seen = run.stdout + run.stderr
     out: list[str] = []
-    if CLIENT_GATE in seen:
+    for rule in dict.fromkeys(run.refused):
+        label, _, why = RULES[rule].hint.partition(": ")
+        why = why.format(max_calls=max_calls, timeout_s=timeout_s)
+        count = run.refused.count(rule)
+        calls = f"{count} call{'s' if count != 1 else ''}"
+        names = _named(rule, seen)
+        if names:
+            out += [f"{label}: {name} ({calls}); {why}" for name in names]
+        else:
+            out.append(f"{label} ({calls}): {why}")
+    by_broker = len(run.refused) - run.refused.count("breaker_open")
+    if run.denied > by_broker:
         out.append(
-            "route not granted: the client refused a call before sending it, because no "
-            "allow entry of this grant matches its method and path; search() lists the "
-            "operations and path values the grant permits"
-        )
-    reasons = {
-        "route": "route not granted: the broker refused a call (403) because no allow entry "
-        "of this grant matches its method and path; search() lists what is permitted",
-        "budget": f"budget spent: this grant allows {max_calls} host calls per run and the "
-        "broker refused the ones after that (429); do fewer calls per run",
-        "ended": f"run ended: a call came after the run's {timeout_s:g} s deadline or after "
-        "the run finished (503)",
-        "capacity": "too many calls in flight at once (429); wait for earlier calls",
-        "body": "request body over the broker's size limit (413)",
-        "upstream": "upstream failed: the API could not be reached, timed out, or its reply "
-        "was withheld (502); the trace row shows the route",
-    }
-    named = [rule for rule, text in REFUSALS.items() if text in seen]
-    out += [reasons[rule] for rule in named]
-    if run.denied and not set(named) - {"upstream"}:
-        # upstream failures are recorded as trace rows, not denials
-        out.append(f"{run.denied} call(s) refused by the broker; the guest did not print why")
-    if any(call.status == 0 for call in run.calls):
-        out.append(
-            "a call was still in flight when the run ended and was cancelled (status 0); "
-            "await every call before the code finishes"
+            f"{run.denied - by_broker} call(s) refused by the sandbox before the broker (its "
+            "host-call limit, or an envelope too large or malformed)"
         )
     for call in run.calls:
-        if call.status >= 400:
+        if call.status == 0:
+            out.append(
+                "a call was still in flight when the run ended and was cancelled (status 0); "
+                "await every call before the code finishes"
+            )
+        elif not call.delivered:
+            out.append(
+                f"upstream failed ({call.failure or 'no reply'}) on {call.method} {call.route}: "
+                "the API could not be reached, timed out, or its reply was withheld"
+            )
+        elif call.status >= 400:
             out.append(
                 f"upstream answered {call.status} to {call.method} {call.route} "
                 "(the error body went to the guest)"

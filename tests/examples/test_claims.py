@@ -89,7 +89,7 @@ CASES: dict[str, tuple[Breakage, str]] = {
         "'read back by ID: The customer wants replies in Spanish.']",
     ),
     "bytes": (_run_1_sends_other_bytes, "run 1 sent [74, 50, 0] bytes per call, the page says"),
-    "denied": (_run_3_is_not_denied, "run 3: the broker denied 0 calls, the page says 1"),
+    "denied": (_run_3_is_not_denied, "run 3: the broker denied 0 calls, the page says 2"),
     "reached": (_run_4_refusal_reached_the_api, "run 4: 1 request(s) reached the API"),
     "traced": (_run_3_refusal_was_traced, "run 3: the trace recorded 1 call(s)"),
     "grant": (_run_2_trace_row_outside_the_grant, "run 2: trace row 1 holds"),

@@ -162,7 +162,8 @@ def test_without_the_profile_headers_github_refuses_and_the_claims_fail(tmp_path
 
 def test_another_repository_is_refused_by_the_broker_with_nothing_sent(observed: Observed) -> None:
     run3 = observed.result.runs[2]
-    assert run3.denied == 1 and not run3.requests and not run3.rows
+    # the client's attempt and the raw one: both refused by the broker, both counted
+    assert run3.denied == 2 and not run3.requests and not run3.rows
     assert "billing" not in run3.audit_line
 
 

@@ -305,7 +305,7 @@ def test_a_binary_body_to_an_entry_that_permits_only_json_is_refused(api: FakeAP
     lines = _run(api, code).splitlines()
     assert lines == [
         "POST /v1/documents sends application/json, not bytes",
-        "host api 403: forbidden by sandbox capability allowlist",
+        "host api 403: body type not granted: application/octet-stream",
         "403",
     ]
     assert api.requests == []
@@ -325,7 +325,10 @@ def test_the_content_type_is_the_brokers_not_the_guests(api: FakeAPI) -> None:
     await api.upload_blob("b", "plain text as bytes");
     """
     lines = _run(api, code, entries).splitlines()
-    assert lines == ["host api 403: forbidden by sandbox capability allowlist"] * 2
+    assert lines == [
+        "host api 403: body type not granted: text/html",
+        "host api 403: parameter not granted: content-type",
+    ]
     seen = _only(api)
     assert seen.body == b"plain text as bytes"
     assert seen.headers["content-type"] == "application/octet-stream"

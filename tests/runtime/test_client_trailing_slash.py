@@ -62,6 +62,8 @@ def test_trailing_slash_routes_pass_the_client_and_reach_the_api(api: FakeAPI) -
         ("POST", "/v1/memories/"),
         ("GET", "/v1/memories/m%201/"),
     ]
-    # The bare route is not granted: refused by the client, so no row and no request.
+    # The bare route is not granted: the client's gate and the broker refuse it, so no
+    # row and no request, but the refusal is on the record with its rule.
     assert "not permitted by sandbox capability: GET /v1/memories" in outcome.result.stdout
-    assert outcome.trace.denied == 0 and len(outcome.trace.rows) == 3
+    assert outcome.trace.denied == 1 and len(outcome.trace.rows) == 3
+    assert [r.rule for r in outcome.trace.refused] == ["route_not_granted"]

@@ -30,6 +30,7 @@ import pytest
 
 import runtime
 from runtime import Limits, run_with_grant
+from runtime.refusals import RULES as refusal_rules
 from tests.runtime.loopback import FakeAPI, Seen, profile
 
 KEY = "harness-key-7Qm2vX9pL4sT8wZ1nB6cR3yH5jK0dF"
@@ -47,6 +48,7 @@ EXIT_CODES = {
     *range(2, 8),  # the generator's own std.exit codes
 }
 AUDIT_KEYS = ["profile", "trace_id", "isolation", "calls", "denied", "dropped", "routes"]
+RULES = set(refusal_rules)
 FAILURES = {
     None,
     "unreachable",
@@ -172,7 +174,13 @@ def generate(rng: random.Random) -> tuple[str, list[str]]:
 
 def check_audit(record: dict, where: str) -> None:
     """A well-formed audit record: fixed keys, rows from the allow list, every call counted."""
-    assert list(record) == AUDIT_KEYS, where
+    # `refused` only when the broker refused a call; `shed` only when the breaker did
+    assert [k for k in record if k not in ("refused", "shed")] == AUDIT_KEYS, where
+    refused = record.get("refused", [])
+    assert all(r["rule"] in RULES for r in refused), where
+    assert ("refused" in record) == bool(refused), where
+    broker_denied = sum(1 for r in refused if r["rule"] != "breaker_open")
+    assert broker_denied <= record["denied"], where
     assert record["profile"] == "harness" and record["trace_id"] == "h-1", where
     allowed = {tuple(a.split(" ", 1)) for a in ALLOW}
     for row in record["calls"]:

@@ -26,6 +26,7 @@ from examples.memory_grant.fake import FakeAgentMemory
 from examples.memory_grant.runner import PROFILE, TOKEN, TOKEN_ENV
 from runtime.mcp.server import MAX_CODE_CHARS
 from tests.runtime.test_mcp_clients import ROOT, RUN1, RUN4, SPECGEN, _args, _text
+from tests.runtime.test_run_cli import ONE_GRANTED_TWO_REFUSED
 
 
 @pytest.fixture
@@ -59,7 +60,10 @@ def _check(lines: list[str], answers: list[dict[str, Any]]) -> None:
     assert ids == [f"{prefix}:{n}" for n in range(1, 6)]
     stored, refused, threw, spun, too_long = records
     assert [c["method"] for c in stored["calls"]] == ["POST", "POST", "GET"]
-    assert refused["calls"] == [] and refused["denied"] == 1
+    # RUN4's generated call (the client's gate refuses it, the broker decides it) and its
+    # raw call: both refused, both counted, each with its rule
+    assert refused["calls"] == [] and refused["denied"] == 2
+    assert refused["refused"] == [{"rule": "route_not_granted"}] * 2
     assert threw["calls"] == [] and "not_run" not in threw
     assert answers[3]["timed_out"] is True and "not_run" not in spun
     assert too_long["not_run"] == "code_too_large" and too_long["calls"] == []
@@ -167,3 +171,39 @@ def test_an_audit_file_that_cannot_be_opened_is_refused_before_serving(
     assert proc.returncode == 1
     missing = str(tmp_path / "missing" / "audit.jsonl")
     assert proc.stderr == f"specgen: --audit {missing!r}: No such file or directory\n"
+
+
+def test_an_execute_with_one_granted_and_two_refused_calls_is_one_line_1_call_2_denied(
+    fake: FakeAgentMemory, tmp_path: Path
+) -> None:
+    """The calls the injected client would refuse reach the broker, which refuses them
+    by rule: the answer's hints name the parameter, the audit line counts both."""
+    audit = tmp_path / "audit.jsonl"
+    answer: dict[str, Any] = {}
+
+    async def main() -> None:
+        params = StdioServerParameters(
+            command=str(SPECGEN),
+            args=_server_args(fake, audit),
+            env={TOKEN_ENV: TOKEN, "PATH": os.environ.get("PATH", "")},
+            cwd=str(ROOT),
+        )
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            result = await session.call_tool("execute", {"code": ONE_GRANTED_TWO_REFUSED})
+            answer.update(json.loads(_text(result)))
+
+    before = len(fake.requests)
+    anyio.run(main)
+    assert len(fake.requests) == before + 1  # only the granted call reached the API
+    assert "host api 403: parameter not granted: sort" in answer["stdout"], answer
+    assert answer["denied"] == 2 and len(answer["calls"]) == 1
+    assert any(h.startswith("parameter not granted: sort (1 call);") for h in answer["hints"])
+    assert any(h.startswith("route not granted (1 call):") for h in answer["hints"])
+    (line,) = audit.read_text().splitlines()
+    record = json.loads(line)
+    assert record["trace_id"] == answer["trace_id"]
+    assert len(record["calls"]) == 1 and record["calls"][0]["status"] == 200
+    assert record["denied"] == 2
+    assert [r["rule"] for r in record["refused"]] == ["parameter_not_granted", "route_not_granted"]
+    assert "newest" not in line and TOKEN not in line

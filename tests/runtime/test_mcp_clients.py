@@ -196,8 +196,11 @@ async def _the_scenario(session: ClientSession, fake: FakeAgentMemory) -> None:
 
     before = len(fake.requests)
     refused = json.loads(_text(await session.call_tool("execute", {"code": RUN4})))
-    assert refused["denied"] == 1 and refused["calls"] == []
-    assert any(h.startswith("route not granted: the broker refused") for h in refused["hints"])
+    # the client's gate refused the call and the broker decided it too: both on the record
+    assert refused["denied"] == 2 and refused["calls"] == []
+    assert any(
+        h.startswith("route not granted (2 calls): no allow entry") for h in refused["hints"]
+    )
     assert len(fake.requests) == before  # a refused call never reaches the API
 
     failed = await session.call_tool("execute", {"code": "throw new Error('boom')"})

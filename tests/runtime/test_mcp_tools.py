@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from runtime.mcp import tools
-from runtime.mcp.runner import REFUSALS, Call, Run
+from runtime.mcp.runner import Call, Run
 from runtime.mcp.search import Index, words
 from specgen import build
 from specgen.grant_view import allowed, read_grant
@@ -56,13 +56,32 @@ def test_trace_rows_beyond_the_cap_are_counted() -> None:
 
 
 def test_hints_name_the_rule() -> None:
-    out, _ = _answer(_run(stdout=f"host api 429: {REFUSALS['budget']}\n", denied=1))
+    out, _ = _answer(_run(denied=1, refused=("budget_exhausted",)))
     assert out["hints"] == [
-        "budget spent: this grant allows 256 host calls per run and the broker refused the "
-        "ones after that (429); do fewer calls per run"
+        "budget spent (1 call): this grant allows 256 host calls per run and the broker "
+        "refused the ones after that (429); do fewer calls per run"
     ]
+    printed = (
+        "host api 403: parameter not granted: sort\nhost api 403: parameter not granted: sort\n"
+    )
+    out, _ = _answer(
+        _run(
+            stdout=printed,
+            denied=3,
+            refused=("parameter_not_granted",) * 2 + ("route_not_granted",),
+        )
+    )
+    assert out["hints"][0].startswith("parameter not granted: sort (2 calls); the route is granted")
+    assert out["hints"][1].startswith("route not granted (1 call): no allow entry")
+    assert len(out["hints"]) == 2
+    # the rule is named from the record even when the guest printed nothing
+    out, _ = _answer(_run(denied=1, refused=("pin_differs",)))
+    assert out["hints"][0].startswith("pinned value differs (1 call): the grant fixes")
     out, _ = _answer(_run(denied=2))
-    assert out["hints"] == ["2 call(s) refused by the broker; the guest did not print why"]
+    assert out["hints"] == [
+        "2 call(s) refused by the sandbox before the broker (its host-call limit, or an "
+        "envelope too large or malformed)"
+    ]
     out, _ = _answer(_run(calls=(Call(1, "GET", "/m/*", 404, True),)))
     assert out["hints"] == ["upstream answered 404 to GET /m/* (the error body went to the guest)"]
     out, _ = _answer(_run(calls=(Call(1, "GET", "/m/*", 0, False),)))

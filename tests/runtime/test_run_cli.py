@@ -131,7 +131,48 @@ var Q = {{query: "Which language does the customer want?"}};
     )
     assert api.requests == []
     audit = audit_of(result)
-    assert (audit["calls"], audit["denied"]) == ([], 1)
+    # both attempts are on the record: the one the client's gate refused (the broker
+    # decided it too) and the raw one
+    assert (audit["calls"], audit["denied"]) == ([], 2)
+    assert audit["refused"] == [{"rule": "route_not_granted"}] * 2
+
+
+#: One granted call and two the injected client would refuse: an option the grant does
+#: not list (`sort`) and a route it does not grant. Used by the MCP audit test too.
+ONE_GRANTED_TWO_REFUSED = f"""var P = "{MINE}";
+await memory.call({{method: "POST", route: P + "/remember"}}, [], {{content: "Spanish", sessionId: "c-7"}});
+try {{
+  await memory.call({{method: "GET", route: P + "/memories/*", query: ["sort"]}}, ["m-1"], undefined, {{sort: "newest"}});
+}} catch (e) {{ console.log(e.message.trim()); }}
+try {{ await memory.agent_memory_namespace_delete("00000000000000000000000000000042", "support-agent"); }}
+catch (e) {{ console.log(e.message.trim()); }}
+"""
+
+
+def test_calls_the_client_refuses_are_on_the_record(tmp_path: Path, api: FakeAPI) -> None:
+    """Every call is the broker's to decide: the ones the client's checks would refuse
+    are sent, refused by the broker with the rule's text, and counted in `denied`."""
+    grants_file(tmp_path)
+    result = invoke(tmp_path, ONE_GRANTED_TWO_REFUSED, "--base-url", api.url)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == (
+        "out| host api 403: parameter not granted: sort\n"
+        "out| host api call not permitted by sandbox capability: DELETE "
+        f"{ACCOUNT}/support-agent\n"
+    )
+    assert [(r.method, r.path) for r in api.requests] == [("POST", f"{MINE}/remember")]
+    audit = audit_of(result)
+    assert [c["route"] for c in audit["calls"]] == [f"{MINE}/remember"]  # type: ignore[index, union-attr]
+    assert audit["denied"] == 2
+    assert audit["refused"] == [
+        {"rule": "parameter_not_granted", "method": "GET", "route": f"{MINE}/memories/*"},
+        {"rule": "route_not_granted"},
+    ]
+    assert "specgen:   refused by rule: parameter_not_granted 1, route_not_granted 1\n" in (
+        result.stderr
+    )
+    line = next(ln for ln in result.stderr.splitlines() if ln.startswith("specgen: audit: "))
+    assert "newest" not in line and "sort" not in line  # the audit keeps no guest text
 
 
 def test_denial_lists_through_the_raw_bridge(tmp_path: Path, api: FakeAPI) -> None:

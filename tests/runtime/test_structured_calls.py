@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from runtime import Broker, HostRequest, Profile, Secret, run_with_grant
 from runtime.contract import ObjectValue
+from runtime.refusals import RULES
 from specgen.allow import parse_entry
 from specgen.routes import is_control
 from tests.runtime.loopback import FakeAPI
@@ -104,12 +105,22 @@ def sent(api: respx.MockRouter) -> httpx.Request:
     return api.calls.last.request
 
 
-def refused(api: respx.MockRouter, request: HostRequest) -> None:
+def refused(api: respx.MockRouter, request: HostRequest) -> str:
+    """The call is refused with 403 and nothing sent; the guest's text is the text of
+    the rule the trace records (runtime.refusals). Returns that rule's id."""
     broker = Broker(profile())
     reply = broker(request)
-    assert (reply.status, reply.body) == (403, FORBIDDEN)
     assert api.calls.call_count == 0
-    assert broker.close().denied == 1
+    snapshot = broker.close()
+    assert snapshot.denied == 1
+    rule = snapshot.refused[0].rule
+    assert reply.status == RULES[rule].status == 403
+    if rule in ("route_not_granted", "call_malformed"):
+        assert reply.body == FORBIDDEN
+    else:
+        prefix = RULES[rule].text.split("{name}")[0]
+        assert reply.body.startswith(prefix.encode()) and reply.body.endswith(b"\n")
+    return rule
 
 
 # -- path values ------------------------------------------------------------------------
@@ -583,8 +594,13 @@ def test_generated_style_methods_reach_the_api_through_the_sandbox(fake: FakeAPI
     assert api.requests[1].body == b"name=n&n=1"
     assert api.requests[1].headers["content-type"] == "application/x-www-form-urlencoded"
     out = outcome.result.stdout
-    assert 'GET /v1/users/*/items has no parameter \\"admin\\"' in out
-    assert "host api 403: forbidden by sandbox capability allowlist" in out
+    # an option the method does not have goes to the broker, which names it; a pin the
+    # call contradicts is named too, never its value
+    assert "host api 403: parameter not granted: admin" in out
+    assert "host api 403: pinned value differs: state" in out
+    assert "closed" not in out
+    assert [r.rule for r in outcome.trace.refused] == ["parameter_not_granted", "pin_differs"]
+    assert outcome.trace.denied == 2
     assert KEY not in out
 
 

@@ -100,13 +100,21 @@ def test_audit_line_has_only_profile_trace_id_rows_and_counters() -> None:
         latency_s=0.0,
     )
     trace.deny()
+    trace.deny("parameter_not_granted", Route("/v1/items/*", "get"))
     line = audit_line("agent-memory", trace.snapshot(), trace_id="req-42:abc")
     assert "\n" not in line
     record = json.loads(line)
-    assert list(record) == ["profile", "trace_id", "calls", "denied", "dropped", "routes"]
+    assert list(record) == [
+        "profile", "trace_id", "calls", "denied", "dropped", "routes", "refused"
+    ]  # fmt: skip
+    # each refusal says which rule refused it, and the allow entry when it matched one
+    assert record["refused"] == [
+        {"rule": "route_not_granted"},
+        {"rule": "parameter_not_granted", "method": "GET", "route": "/v1/items/*"},
+    ]
     assert record["profile"] == "agent-memory"
     assert record["trace_id"] == "req-42:abc"
-    assert record["denied"] == 1 and record["dropped"] == 0
+    assert record["denied"] == 2 and record["dropped"] == 0
     assert record["calls"][0]["route"] == "/v1/items/*"
     assert list(json.loads(audit_line("p", CallTrace().snapshot()))) == [
         "profile",

@@ -1,5 +1,5 @@
-// The grant names one repository. The client in the sandbox refuses a comment anywhere
-// else before it leaves; code that skips the client meets the broker, which refuses it too.
+// The grant names one repository. A comment anywhere else is refused by the broker, which
+// counts it, whether the call comes through the client or skips it.
 try {
   await gh.issues_create_comment("acme", "billing", 1, {body: "Thanks for the report."});
   console.log("commented");
