@@ -5,7 +5,10 @@ renders templates/client.js.j2 with the grant's index) beside the scan the clien
 to run over the plain allow list, written out below as it read. Both see the same
 generated grants (colliding literals, `*`, partial segments, trailing slashes, segments
 named after Object.prototype members, verbs in either case) and the same raw and
-structured calls; a call counts as permitted when it reaches the host function.
+structured calls. The gate refuses nothing itself (the broker decides every call and
+counts it), so the host function here refuses everything the way the broker does (a 403
+with no headers), and a call counts as permitted when the guest sees that answer rather
+than the gate's own text.
 """
 
 from __future__ import annotations
@@ -83,7 +86,7 @@ DRIVER = r"""
 var reached = 0;
 globalThis.__coderunner_host_start = function () {
   reached++;
-  return Promise.resolve({status: 200, body: "{}"});
+  return Promise.resolve({status: 403, body: "refused by the broker"});
 };
 CLIENT
 LINEAR
@@ -96,6 +99,7 @@ LINEAR
       else await host.call({method: c.method, route: c.route}, c.values);
     } catch (e) {
       refused = /not permitted by sandbox capability/.test(e.message);
+      if (!refused && !/^host api 403: refused by the broker/.test(e.message)) throw e;
     }
     var m = String(c.method).toUpperCase();
     var linear = c.route === undefined
@@ -171,8 +175,8 @@ def test_the_client_check_is_the_linear_scan(
     )
     assert proc.returncode == 0, proc.stderr
     for (reached, not_refused, linear), call in zip(json.loads(proc.stdout), calls, strict=True):
-        assert reached == not_refused, call  # a call is refused, or it reaches the host
-        assert reached == linear, (call, allow)
+        assert reached, call  # every call reaches the host: the broker decides it
+        assert not_refused == linear, (call, allow)
 
 
 def test_prototype_named_segments_gate_as_plain_text_in_the_sandbox() -> None:
@@ -189,8 +193,11 @@ const tries = ["/__proto__/x", "/constructor", "/toString", "/hasOwnProperty", "
     seen: list[str] = []
 
     def handler(request: HostRequest) -> HostReply:
+        # as the broker answers: the granted paths, and a headerless 403 for the rest
         seen.append(str(request.path))
-        return HostReply(200, b"{}", "application/json")
+        if request.path in ("/__proto__/x", "/constructor"):
+            return HostReply(200, b"{}", "application/json", upstream=True)
+        return HostReply(403, b"forbidden by sandbox capability allowlist\n")
 
     result = sandbox.run(code, grant=GuestGrant(allow=allow), handler=handler)
     assert result.stdout.split("\n") == [
@@ -201,4 +208,4 @@ const tries = ["/__proto__/x", "/constructor", "/toString", "/hasOwnProperty", "
         "refused /__proto__",
         "",
     ]
-    assert seen == ["/__proto__/x", "/constructor"]
+    assert seen == ["/__proto__/x", "/constructor", "/toString", "/hasOwnProperty", "/__proto__"]
