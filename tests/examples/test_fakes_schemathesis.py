@@ -103,6 +103,10 @@ def _exercise(servers: dict[str, Any], name: str, label: str, mode: GenerationMo
         nonlocal sent
         response = case.call(base_url=base_url, headers=auth, timeout=10)
         sent += 1
+        if mode is GenerationMode.NEGATIVE and response.status_code == 411:
+            # the loopback server's own refusal of a chunked body (it reads only bodies
+            # with Content-Length) is a refusal of the request, before the fake reads it
+            return
         case.validate_response(response, checks=checks)
 
     check()

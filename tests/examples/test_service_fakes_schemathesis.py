@@ -203,7 +203,7 @@ def _exercise(servers: dict[str, Any], name: str, label: str, mode: GenerationMo
         response = case.call(base_url=fake.url + target.prefix, headers=headers, timeout=10)
         sent += 1
         if mode is GenerationMode.NEGATIVE and response.status_code in (411, 414):
-            # the HTTP server's own refusals (a body without Content-Length, a request line
+            # the HTTP server's own refusals (a chunked body, a request line
             # over 64 KiB) are refusals of the invalid request, before the fake reads it
             return
         case.validate_response(response, checks=checks)
