@@ -70,8 +70,9 @@ function blockingCall(url, frame) {
 
 // The host call's second argument as the bridge reads it (bridge._read_payload), without
 // running guest code (host-realm checks and getters, which a guest cannot replace):
-// undefined or absent is none, a string is its bytes as JS_ToCStringLen2 gives them, a
-// Uint8Array (not a detached one) its bytes; anything else is refused as invalid.
+// undefined or absent is none, a string its UTF-8 as node's fetch and TextEncoder send
+// it (a lone surrogate is U+FFFD), a Uint8Array (not a detached one) its bytes; anything
+// else is refused as invalid.
 const typedArrayProto = Object.getPrototypeOf(Uint8Array.prototype);
 const getter = (proto, name) => Object.getOwnPropertyDescriptor(proto, name).get;
 const bufferOf = getter(typedArrayProto, "buffer");
@@ -82,7 +83,7 @@ const detached = getter(ArrayBuffer.prototype, "detached");
 function payloadOf(args) {
   if (args.length < 2 || args[1] === undefined) return { kind: "none" };
   const v = args[1];
-  if (typeof v === "string") return { kind: "bytes", bytes: quickjsBytes(v) };
+  if (typeof v === "string") return { kind: "bytes", bytes: new TextEncoder().encode(v) };
   if (!types.isUint8Array(v)) return { kind: "invalid" };
   const buffer = bufferOf.call(v);
   if (types.isArrayBuffer(buffer) && detached.call(buffer)) return { kind: "invalid" };
