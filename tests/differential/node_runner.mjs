@@ -310,6 +310,28 @@ function sandboxGlobals(run, context) {
     ENVELOPE_REQUIRED,
   );
   vm.runInContext("delete globalThis.Intl;", context);
+  // The client sends a multipart file's bytes as {base64} with Uint8Array#toBase64, which
+  // QuickJS-NG has and node 24 lacks: the proposal's method (its two options included),
+  // installed as a builtin is (writable, configurable, not enumerable).
+  vm.runInContext(
+    `Object.defineProperty(Uint8Array.prototype, "toBase64", {
+       value: function toBase64() {
+         var options = arguments[0];
+         if (!(this instanceof Uint8Array)) throw new TypeError("not a Uint8Array");
+         var o = options === undefined ? {} : options;
+         var alphabet = o.alphabet === undefined ? "base64" : o.alphabet;
+         if (alphabet !== "base64" && alphabet !== "base64url") throw new TypeError("bad alphabet");
+         var s = "";
+         for (var i = 0; i < this.length; i++) s += String.fromCharCode(this[i]);
+         var out = btoa(s);
+         if (alphabet === "base64url") out = out.split("+").join("-").split("/").join("_");
+         if (o.omitPadding) out = out.split("=").join("");
+         return out;
+       },
+       writable: true, enumerable: false, configurable: true,
+     });`,
+    context,
+  );
   return os;
 }
 
