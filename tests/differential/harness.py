@@ -6,10 +6,15 @@ generated from `api/shop.openapi.json` by specgen), exactly as `specgen run` doe
 Node side: the same module source (`runtime.sandbox.guest.compose_source`: the SHIMS
 line, the client rendered from templates/client.js.j2, the preamble, the program) in a
 fresh `vm` context of one long-lived node process (`node_runner.mjs`), whose
-`__coderunner_host_start` / `__coderunner_host_call` post each envelope to a loopback
-endpoint here. The endpoint decodes it with the sandbox's own envelope decoder and hands
-it to a fresh `Broker` for the same profile, one per program, as a session does. Both
-brokers call the same stateless fake (`fake.py`).
+`__coderunner_host_start` / `__coderunner_host_call` post each envelope, with the call's
+second argument (a text or binary body), to a loopback endpoint here. The endpoint
+decodes it with the sandbox's own envelope decoder and hands it to a fresh `Broker` for
+the same profile, one per program, as a session does; its answer carries what node
+needs to build the bridge's reply object in the guest's realm (`Answer`: status, body,
+the non-enumerable `type`, `headers` on an upstream answer, text or bytes). A string
+body is encoded by node as its `fetch` sends one, and a text reply decoded as its
+TextDecoder does, so those stay node's own. Both brokers call the same stateless fake
+(`fake.py`).
 
 So the only difference between the two sides is the engine and the native glue around
 it, and what is compared is what an agent's operator would see: stdout (exactly), the
