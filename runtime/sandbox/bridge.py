@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import queue
+import re
 import struct
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -329,6 +330,28 @@ def _well_formed(body: bytes) -> bytes:
     return body
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _usv_bytes(text: bytes) -> bytes:
+    """A guest string's bytes as UTF-8, each lone surrogate one U+FFFD.
+
+    JS_ToCStringLen2 writes a lone surrogate as its own three bytes (ED A0 80), which
+    UTF-8 forbids, so a text body holding one went upstream as bytes no decoder accepts.
+    A string becomes a body as `fetch` and TextEncoder make it (the standard's USVString
+    conversion): a lone surrogate is U+FFFD, the same three-byte length. Valid UTF-8
+    (nearly every body) is passed on as it is.
+    """
+    if text.isascii():
+        return text
+    try:
+        text.decode("utf-8")
+    except UnicodeDecodeError:
+        decoded = text.decode("utf-8", "surrogatepass")
+        return _LONE_SURROGATE.sub("\ufffd", decoded).encode("utf-8")
+    return text
+
+
 def _is_binary(content_type: str, body: bytes) -> bool:
     """Is this reply body bytes for the guest (a Uint8Array), not text?"""
     if content_type.strip():
@@ -447,8 +470,8 @@ _PAYLOAD_TOO_LARGE = _refusal(envelope_mod.STATUS_TOO_LARGE, envelope_mod.TEXT_B
 
 
 def _read_payload(vm: qjs_vm.Vm, ctx: int, argc: int, argv: int) -> _Payload:
-    """The call's second argument, a text or binary body: a string's UTF-8 bytes or a
-    Uint8Array's bytes, None when absent (or undefined), else the refusal to answer with.
+    """The call's second argument, a text or binary body: a string's UTF-8 bytes (a lone
+    surrogate as U+FFFD, `_usv_bytes`) or a Uint8Array's bytes, None when absent (or undefined), else the refusal to answer with.
 
     Runs no guest code (no ToString, no getter), and the size is known before the one
     copy out of guest memory, so an over-cap body is refused without being copied.
@@ -467,7 +490,9 @@ def _read_payload(vm: qjs_vm.Vm, ctx: int, argc: int, argv: int) -> _Payload:
             return _PAYLOAD_INVALID
         try:
             size = vm.u32(size_out)
-            return _PAYLOAD_TOO_LARGE if size > MAX_REQUEST_BODY_BYTES else vm.read(ptr, size)
+            if size > MAX_REQUEST_BODY_BYTES:
+                return _PAYLOAD_TOO_LARGE
+            return _usv_bytes(vm.read(ptr, size))
         finally:
             vm.call("JS_FreeCString", ctx, ptr)
     if tag != qjs_vm.TAG_OBJECT:

@@ -5,7 +5,9 @@ one program get the same answers whatever order their concurrent calls arrive in
 the only thing that can make the sandbox's output differ from node's is the engine.
 Replies hold what models' code trips over in real APIs: empty objects and arrays nested
 in bodies, an empty 204, a text/plain body (long ones, and one that is not UTF-8), a 404
-and a 500 with JSON error bodies.
+and a 500 with JSON error bodies, binary downloads (octet-stream, a PNG), a CSV report
+(one with a BOM), an XML echo, a 304 with an ETag, and a list whose `Link` header names
+the next page (beside a header the grant does not let through).
 """
 
 from __future__ import annotations
@@ -21,17 +23,45 @@ from tests.runtime.loopback import FakeAPI, Seen
 TOKEN = "shop-fake-key-held-by-the-broker"
 
 
-def _send(handler: BaseHTTPRequestHandler, status: int, body: bytes, ctype: str) -> None:
+def _send(
+    handler: BaseHTTPRequestHandler,
+    status: int,
+    body: bytes,
+    ctype: str,
+    headers: tuple[tuple[str, str], ...] = (),
+) -> None:
     handler.send_response(status)
-    if body or status != 204:
+    if ctype and (body or status not in (204, 304)):
         handler.send_header("Content-Type", ctype)
+    for name, value in headers:
+        handler.send_header(name, value)
     handler.send_header("Content-Length", str(len(body)))
     handler.end_headers()
     handler.wfile.write(body)
 
 
-def _json(handler: BaseHTTPRequestHandler, status: int, value: Any) -> None:
-    _send(handler, status, json.dumps(value, separators=(",", ":")).encode(), "application/json")
+def _json(
+    handler: BaseHTTPRequestHandler,
+    status: int,
+    value: Any,
+    headers: tuple[tuple[str, str], ...] = (),
+) -> None:
+    body = json.dumps(value, separators=(",", ":")).encode()
+    _send(handler, status, body, "application/json", headers)
+
+
+def _download(file_id: str) -> bytes:
+    """A file's bytes: every byte value ("all"), none ("empty"), or n bytes of a pattern."""
+    if file_id == "all":
+        return bytes(range(256))
+    if file_id.startswith("n-"):
+        n = min(int(file_id[2:] or 0), 1 << 20)
+        return bytes((k * 37 + 11) % 256 for k in range(n))
+    return b""
+
+
+#: The first bytes of a PNG (signature and IHDR), then bytes that are not UTF-8.
+PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000") + b"\xff\xfe\x00"
 
 
 def _item(item_id: str) -> dict[str, Any]:
@@ -87,7 +117,14 @@ def respond(handler: BaseHTTPRequestHandler, seen: Seen) -> None:
             if tag:
                 items = [i for i in items if tag in i["tags"]]
             nxt = page + 1 if page < 3 else None
-            _json(handler, 200, {"items": items, "page": page, "next": nxt, "facets": {}})
+            links = [f'<https://shop.example.test/v1/items?page=1&limit={limit}>; rel="first"']
+            if nxt:
+                links.insert(
+                    0, f'<https://shop.example.test/v1/items?page={nxt}&limit={limit}>; rel="next"'
+                )
+            paging = (("Link", ", ".join(links)), ("X-Total-Count", str(3 * min(limit, 20))))
+            body = {"items": items, "page": page, "next": nxt, "facets": {}}
+            _json(handler, 200, body, (*paging, ("X-Internal-Trace", "not-for-agents")))
         case "POST", ["items"]:
             body = _body(seen)
             _json(handler, 201, {"id": "new-1", "created": body, "links": {}, "warnings": []})
@@ -122,6 +159,50 @@ def respond(handler: BaseHTTPRequestHandler, seen: Seen) -> None:
         case "GET", ["notes", note_id]:
             text = f"note {note_id}\nline two: é ✓\n"
             _send(handler, 200, text.encode(), "text/plain; charset=utf-8")
+        case "GET", ["downloads", file_id]:
+            _send(handler, 200, _download(file_id), "application/octet-stream")
+        case "GET", ["images", _]:
+            _send(handler, 200, PNG, "image/png")
+        case "PUT", ["blobs", blob_id]:
+            got = seen.body
+            _json(
+                handler,
+                200,
+                {
+                    "id": blob_id,
+                    "received": len(got),
+                    "sum": sum(got) % 65536,
+                    "head": list(got[:4]),
+                    "kind": seen.headers.get("content-type", ""),
+                },
+            )
+        case "POST", ["imports"]:
+            text = seen.body.decode("utf-8", "replace")
+            rows = [r for r in text.replace("\r\n", "\n").split("\n") if r]
+            _json(
+                handler,
+                200,
+                {
+                    "received": len(seen.body),
+                    "rows": len(rows),
+                    "header": rows[0].split(",") if rows else [],
+                    "kind": seen.headers.get("content-type", ""),
+                },
+            )
+        case "POST", ["feeds"]:
+            stored = b"<stored bytes='%d'>" % len(seen.body) + seen.body + b"</stored>"
+            _send(handler, 200, stored, "application/xml; charset=utf-8")
+        case "GET", ["reports", report_id]:
+            text = f'id,name,total\r\n{report_id},caf\u00e9,12.50\r\nz,"a, b",0\r\n'
+            bom = "\ufeff" if report_id.startswith("bom") else ""
+            _send(handler, 200, (bom + text).encode(), "text/csv; charset=utf-8")
+        case "GET", ["catalog"]:
+            version = dict(query).get("version") or "v1"
+            etag = (("ETag", f'"{version}"'),)
+            if version == "current":
+                _send(handler, 304, b"", "", etag)
+            else:
+                _json(handler, 200, {"version": version, "sections": []}, etag)
         case "GET", ["search"]:
             names = [k for k, _ in query]
             _json(

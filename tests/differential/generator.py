@@ -7,7 +7,8 @@ Two ways, mixed by `programs()`:
   class field, a default parameter, a spread, `Object.assign`), then calls of every kind
   (awaited, started and awaited later, `Promise.all`/`allSettled`, a caught 404 or 500, a
   broker 403, a client refusal, the blocking raw call, a JSON or form body of one of the
-  objects) are interleaved with filling and printing those objects. Every drawn program
+  objects, the `$response` form with its headers, a binary download and upload, a CSV
+  upload, the started call's own reply object) are interleaved with filling and printing those objects. Every drawn program
   is valid JS by construction, and prints every object it made at the end, so an object
   that gained or lost anything across a call shows in stdout or in a request body.
 - `corpus_blocks()`: two to four of the program files (tests/differential/programs),
@@ -106,6 +107,14 @@ def _call(draw: st.DrawFn, objects: list[tuple[str, str]], n: int) -> str:
         f"for (const id of ['l{n}a', 'l{n}b']) await shop.getItem(id);",
         f"const t{n} = await shop.getStats(); console.log(show(t{n}.empty), show(t{n}.none));",
         f"console.log((await shop.getNote({item})).length);",
+        f"const h{n} = await shop.$response.listItems({{ limit: 2 }});"
+        f" console.log(h{n}.status, Object.keys(h{n}.headers).sort().join(), /next/.test(h{n}.headers.link));",
+        f"const m{n} = await shop.$response.getItem('missing-{n}'); console.log(m{n}.status, show(m{n}.body));",
+        f"const d{n} = await shop.download('n-{n}'); console.log(d{n} instanceof Uint8Array, d{n}.length, d{n}.join());",
+        f"console.log(show(await shop.putBlob('g{n}', new Uint8Array([{n}, 0, 255]))));",
+        f"console.log(show(await shop.importCsv('a,b\\n{n},x\\n')));",
+        f"const k{n} = await __coderunner_host_start(JSON.stringify({{ method: 'GET', path: '/v1/stats' }}));"
+        f" console.log(JSON.stringify(Object.keys(k{n})), k{n}.type, typeof k{n}.headers);",
     ]
     if plain:
         var = draw(st.sampled_from(plain))

@@ -6,10 +6,15 @@ generated from `api/shop.openapi.json` by specgen), exactly as `specgen run` doe
 Node side: the same module source (`runtime.sandbox.guest.compose_source`: the SHIMS
 line, the client rendered from templates/client.js.j2, the preamble, the program) in a
 fresh `vm` context of one long-lived node process (`node_runner.mjs`), whose
-`__coderunner_host_start` / `__coderunner_host_call` post each envelope to a loopback
-endpoint here. The endpoint decodes it with the sandbox's own envelope decoder and hands
-it to a fresh `Broker` for the same profile, one per program, as a session does. Both
-brokers call the same stateless fake (`fake.py`).
+`__coderunner_host_start` / `__coderunner_host_call` post each envelope, with the call's
+second argument (a text or binary body), to a loopback endpoint here. The endpoint
+decodes it with the sandbox's own envelope decoder and hands it to a fresh `Broker` for
+the same profile, one per program, as a session does; its answer carries what node
+needs to build the bridge's reply object in the guest's realm (`Answer`: status, body,
+the non-enumerable `type`, `headers` on an upstream answer, text or bytes). A string
+body is encoded by node as its `fetch` sends one, and a text reply decoded as its
+TextDecoder does, so those stay node's own. Both brokers call the same stateless fake
+(`fake.py`).
 
 So the only difference between the two sides is the engine and the native glue around
 it, and what is compared is what an agent's operator would see: stdout (exactly), the
@@ -23,6 +28,7 @@ What the sandbox differs in by design, and programs therefore stay off (see
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import itertools
 import json
@@ -37,10 +43,11 @@ from pathlib import Path
 from typing import Any
 
 from runtime import Broker, Profile, load_grants, run_profile
-from runtime.messages import MSG_ENVELOPE_REQUIRED
+from runtime.contract import MAX_REQUEST_BODY_BYTES
+from runtime.messages import MSG_BROKER_UNAVAILABLE, MSG_ENVELOPE_REQUIRED
 from runtime.sandbox import envelope as envelope_mod
 from runtime.sandbox.guest import compose_source
-from specgen import build
+from specgen import build, media
 from tests.conftest import node
 from tests.differential import fake
 
@@ -52,6 +59,8 @@ PROFILE, CALLER, TOKEN_ENV = "shop-agent", "differential", "SHOP_API_KEY"
 TIMEOUT_S = 10.0
 #: The largest reply the sandbox's bridge hands to a guest; beyond it, a 500.
 MAX_REPLY_BYTES = 4 << 20
+#: The most bytes of a reply's `headers` JSON the bridge hands over; beyond it, a 500.
+MAX_REPLY_HEADER_BYTES = 64 * 1024
 
 #: Where the sandbox differs from node on purpose, or QuickJS from V8 where the spec lets
 #: them. Programs stay off these; where the node side imitates the sandbox instead
@@ -79,8 +88,9 @@ BY_DESIGN = {
     ),
     "a comparator that is not consistent (sort)": "the order is the engine's to choose",
     "which builtins exist (feature detection)": (
-        "QuickJS-NG 0.15 has some node 24 lacks (Math.sumPrecise, Uint8Array.fromBase64 and "
-        "toHex, Iterator.concat) and lacks some node has (Atomics, RegExp's v flag)"
+        "QuickJS-NG 0.17 has some node 24 lacks (Math.sumPrecise, Uint8Array.fromBase64 and "
+        "toHex, Iterator.concat; the node side provides only toBase64, which the client "
+        "uses for a multipart file's bytes) and lacks some node has (Atomics)"
     ),
     "Function#toString of native functions": "whitespace inside `[native code]` differs",
     "WebAssembly": (
@@ -102,10 +112,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
         "QuickJS's console.log and print write each argument as a C string, so a string "
         "is cut at its first NUL (std.out.puts writes it whole); node writes it whole. "
         "Only a console.log of the sandbox's own, or a rebuilt engine, would change it"
-    ),
-    "regex_modern_syntax": (
-        "QuickJS-NG 0.15 refuses, with a SyntaxError, RegExp's v flag (set operations), "
-        "duplicate named groups and inline modifiers (ES2024/ES2025), which V8 supports"
     ),
     "regex_legacy_statics": "QuickJS has no legacy RegExp.$1..$9 (Annex B, optional)",
     "misc_sort_boolean_comparator": (
@@ -186,15 +192,58 @@ def shop_profile(base_url: str) -> Profile:
     return grants.select(PROFILE, CALLER).with_base_url(base_url).with_preamble(preamble)
 
 
+@dataclass(frozen=True)
+class Answer:
+    """What a host call hands the guest, as the sandbox's bridge builds its reply object:
+    `status`, `body` (text, or bytes for a Uint8Array), the non-enumerable `type`, and
+    `headers` (a JSON string) only when the upstream API answered."""
+
+    status: int
+    body: bytes
+    type: str = ""
+    binary: bool = False
+    headers: bytes | None = None
+
+
+def _refusal(status: int, text: str) -> Answer:
+    return Answer(status, text.encode(), "text/plain")
+
+
+_BROKEN = Answer(500, b"")
+
+
+def _is_binary(content_type: str, body: bytes) -> bool:
+    """The bridge's documented rule (runtime/sandbox/bridge.py's module docstring): bytes
+    for a binary media type, or for no type at all when the body is not UTF-8."""
+    if content_type.strip():
+        return media.kind(content_type) == "binary"
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
+def _headers_json(headers: Sequence[tuple[str, str]]) -> bytes:
+    """One JSON object of the lower-case names the broker let through (the last of a
+    repeated name wins, as a dict keeps it)."""
+    return json.dumps(dict(headers), separators=(",", ":"), ensure_ascii=False).encode()
+
+
 class _Endpoint:
     """The node side's way to the broker: POST /run/<id>/call (the blocking host call)
-    or /run/<id>/start (a started one) with the envelope's bytes.
+    or /run/<id>/start (a started one).
 
-    Answers 200 always, with the host call's status in `X-Host-Status` and its body as
-    the response body. Each run id has its own Broker, made by `open` and closed by
-    `close`, as `runtime.session` makes one per sandbox run. As the sandbox's bridge does,
-    a blocking call goes to the broker's `__call__` (429 when every slot is taken) and a
-    started one to its `start` (decided at once, then sent when a slot is free).
+    The request body is the envelope's bytes, then the payload's (the host call's second
+    argument: `X-Envelope-Length` says where the envelope ends, `X-Payload` whether there
+    was one: `none`, `bytes`, or `invalid` for a value that is neither a string nor a
+    Uint8Array). Answers 200 always, with the reply object's parts in `X-Host-Status`,
+    `X-Host-Type`, `X-Host-Binary` and (an upstream answer only) `X-Host-Headers` (its
+    JSON, base64), and its body as the response body. Each run id has its own Broker,
+    made by `open` and closed by `close`, as `runtime.session` makes one per sandbox
+    run. As the sandbox's bridge does, a blocking call goes to the broker's `__call__`
+    (429 when every slot is taken) and a started one to its `start` (decided at once,
+    then sent when a slot is free).
     """
 
     def __init__(self, profile: Profile, timeout_s: float) -> None:
@@ -205,20 +254,33 @@ class _Endpoint:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # The head and the body are two writes; with Nagle's algorithm the body
+            # waited for the client's delayed ACK, some 25 ms a call, so a program of a
+            # few hundred calls timed out on the node side alone.
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: object) -> None:
                 pass
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length)
-                _, _, run_id, kind = self.path.split("/")
-                status, body = endpoint.answer(run_id, raw, started=kind == "start")
+                data = self.rfile.read(length)
+                split = int(self.headers.get("X-Envelope-Length") or length)
+                kind = self.headers.get("X-Payload", "none")
+                payload: bytes | str | None = (
+                    data[split:] if kind == "bytes" else None if kind == "none" else kind
+                )
+                _, _, run_id, how = self.path.split("/")
+                got = endpoint.answer(run_id, data[:split], payload, started=how == "start")
                 self.send_response(200)
-                self.send_header("X-Host-Status", str(status))
-                self.send_header("Content-Length", str(len(body)))
+                self.send_header("X-Host-Status", str(got.status))
+                self.send_header("X-Host-Type", got.type)
+                self.send_header("X-Host-Binary", "1" if got.binary else "0")
+                if got.headers is not None:
+                    self.send_header("X-Host-Headers", base64.b64encode(got.headers).decode())
+                self.send_header("Content-Length", str(len(got.body)))
                 self.end_headers()
-                self.wfile.write(body)
+                self.wfile.write(got.body)
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
@@ -245,22 +307,32 @@ class _Endpoint:
         if broker is not None:
             broker.close()
 
-    def answer(self, run_id: str, raw: bytes, *, started: bool) -> tuple[int, bytes]:
-        """What the sandbox's bridge answers for one envelope: its own refusals of a bad
-        envelope, else the broker's reply (500 for a broken handler or a reply too big)."""
-        decoded = envelope_mod.decode(raw)
+    def answer(
+        self, run_id: str, raw: bytes, payload: bytes | str | None, *, started: bool
+    ) -> Answer:
+        """What the sandbox's bridge answers for one call: its own refusals of a bad
+        payload (`payload` a str: `invalid`) or envelope, else the broker's reply (500 for
+        a broken handler, a reply too big or headers too long)."""
+        if isinstance(payload, str):
+            return _refusal(envelope_mod.STATUS_INVALID, envelope_mod.TEXT_INVALID)
+        if payload is not None and len(payload) > MAX_REQUEST_BODY_BYTES:
+            return _refusal(envelope_mod.STATUS_TOO_LARGE, envelope_mod.TEXT_BODY_TOO_LARGE)
+        decoded = envelope_mod.decode(raw, payload)
         if isinstance(decoded, envelope_mod.EnvelopeRefusal):
-            return decoded.status, decoded.text.encode()
+            return _refusal(decoded.status, decoded.text)
         broker = self.brokers.get(run_id)
         if broker is None:
-            return 503, b""
+            return _refusal(503, MSG_BROKER_UNAVAILABLE + "\n")
         try:
             reply = broker.start(decoded)() if started else broker(decoded)
+            headers = _headers_json(reply.headers) if reply.upstream is True else None
         except Exception:
-            return 500, b""
-        if len(reply.body) > MAX_REPLY_BYTES:
-            return 500, b""
-        return reply.status, bytes(reply.body)
+            return _BROKEN
+        body = bytes(reply.body)
+        if len(body) > MAX_REPLY_BYTES or len(headers or b"") > MAX_REPLY_HEADER_BYTES:
+            return _BROKEN
+        kind = media.essence(reply.content_type).encode("ascii", "replace").decode()
+        return Answer(reply.status, body, kind, _is_binary(reply.content_type, body), headers)
 
     def shutdown(self) -> None:
         self._server.shutdown()

@@ -11,6 +11,7 @@
 // else; what the sandbox differs in by design is listed in harness.py (BY_DESIGN).
 import vm from "node:vm";
 import readline from "node:readline";
+import { types } from "node:util";
 import { Worker } from "node:worker_threads";
 
 const ENDPOINT = process.argv[2];
@@ -19,38 +20,101 @@ const ENVELOPE_REQUIRED = process.argv[3];
 // A run still busy after this many seconds ends with 124, as the sandbox's does.
 const TIMEOUT_MS = Number(process.argv[4]) * 1000;
 const EXIT_TIMEOUT = 124;
+// The largest reply body the bridge hands over (harness.py MAX_REPLY_BYTES), and room for
+// the rest of a blocking call's reply (its headers JSON is at most 64 KiB, base64 in transit).
+const BODY_ROOM = 4 << 20;
+const META_ROOM = 256 << 10;
 
 // The blocking `__coderunner_host_call`: node has no synchronous HTTP, so a worker does
-// the request and the main thread sleeps in Atomics.wait until it has written the reply.
+// the request and the main thread sleeps in Atomics.wait until it has written the reply:
+// the status, the body's length and the length of the reply's other parts (JSON: type,
+// binary, headers) in the first 12 bytes, the body after them, those parts after its room.
 const BLOCKING_WORKER = `
 const { parentPort } = require("node:worker_threads");
-parentPort.on("message", async ({ url, envelope, shared }) => {
-  const flag = new Int32Array(shared, 0, 2);
-  let status = 500, bytes = new Uint8Array(0);
+parentPort.on("message", async ({ url, frame, shared }) => {
+  const flag = new Int32Array(shared, 0, 3);
+  let status = 500, bytes = new Uint8Array(0), meta = "{}";
   try {
-    const res = await fetch(url, { method: "POST", body: envelope });
+    const res = await fetch(url, { method: "POST", body: frame.body, headers: frame.headers });
     status = Number(res.headers.get("x-host-status"));
     bytes = new Uint8Array(await res.arrayBuffer());
+    meta = JSON.stringify({
+      type: res.headers.get("x-host-type") || "",
+      binary: res.headers.get("x-host-binary") === "1",
+      headers: res.headers.get("x-host-headers"),
+    });
   } catch (e) {}
-  const room = new Uint8Array(shared, 8);
+  const room = new Uint8Array(shared, 12, ${BODY_ROOM});
   const n = Math.min(bytes.length, room.length);
   room.set(bytes.subarray(0, n));
+  const encoded = new TextEncoder().encode(meta);
+  new Uint8Array(shared, 12 + ${BODY_ROOM}).set(encoded);
   flag[1] = n;
+  flag[2] = encoded.length;
   Atomics.store(flag, 0, status);
   Atomics.notify(flag, 0);
 });`;
 const blocking = new Worker(BLOCKING_WORKER, { eval: true });
 blocking.unref();
-const SHARED = new SharedArrayBuffer(8 + (4 << 20) + 16);
+const SHARED = new SharedArrayBuffer(12 + BODY_ROOM + META_ROOM);
 
-function blockingCall(url, envelope) {
-  const flag = new Int32Array(SHARED, 0, 2);
+function blockingCall(url, frame) {
+  const flag = new Int32Array(SHARED, 0, 3);
   Atomics.store(flag, 0, 0);
-  blocking.postMessage({ url, envelope: quickjsBytes(envelope), shared: SHARED });
+  blocking.postMessage({ url, frame, shared: SHARED });
   Atomics.wait(flag, 0, 0);
-  const n = flag[1];
-  const body = Buffer.from(new Uint8Array(SHARED, 8, n)).toString("utf8");
-  return { status: Atomics.load(flag, 0), body };
+  const body = new Uint8Array(SHARED, 12, flag[1]).slice();
+  const meta = JSON.parse(Buffer.from(new Uint8Array(SHARED, 12 + BODY_ROOM, flag[2])).toString("utf8"));
+  return { status: Atomics.load(flag, 0), body, ...meta };
+}
+
+// The host call's second argument as the bridge reads it (bridge._read_payload), without
+// running guest code (host-realm checks and getters, which a guest cannot replace):
+// undefined or absent is none, a string its UTF-8 as node's fetch and TextEncoder send
+// it (a lone surrogate is U+FFFD), a Uint8Array (not a detached one) its bytes; anything
+// else is refused as invalid.
+const typedArrayProto = Object.getPrototypeOf(Uint8Array.prototype);
+const getter = (proto, name) => Object.getOwnPropertyDescriptor(proto, name).get;
+const bufferOf = getter(typedArrayProto, "buffer");
+const offsetOf = getter(typedArrayProto, "byteOffset");
+const lengthOf = getter(typedArrayProto, "byteLength");
+const detached = getter(ArrayBuffer.prototype, "detached");
+
+function payloadOf(args) {
+  if (args.length < 2 || args[1] === undefined) return { kind: "none" };
+  const v = args[1];
+  if (typeof v === "string") return { kind: "bytes", bytes: new TextEncoder().encode(v) };
+  if (!types.isUint8Array(v)) return { kind: "invalid" };
+  const buffer = bufferOf.call(v);
+  if (types.isArrayBuffer(buffer) && detached.call(buffer)) return { kind: "invalid" };
+  return { kind: "bytes", bytes: new Uint8Array(buffer, offsetOf.call(v), lengthOf.call(v)).slice() };
+}
+
+// One host call as the endpoint reads it: the envelope's bytes, then the payload's.
+function frameOf(text, payload) {
+  const envelope = quickjsBytes(text);
+  const extra = payload.kind === "bytes" ? payload.bytes : new Uint8Array(0);
+  const body = new Uint8Array(envelope.length + extra.length);
+  body.set(envelope);
+  body.set(extra, envelope.length);
+  return {
+    body,
+    headers: { "x-envelope-length": String(envelope.length), "x-payload": payload.kind },
+  };
+}
+
+// A reply body as the guest gets it: bytes stay bytes, text is decoded as TextDecoder
+// does (one U+FFFD per maximal ill-formed subpart) but keeps a leading BOM, as the
+// bridge's JS_NewStringLen does.
+const utf8 = new TextDecoder("utf-8", { ignoreBOM: true });
+function replyParts(status, bytes, type, binary, headers) {
+  return {
+    status,
+    body: binary ? bytes : utf8.decode(bytes),
+    type,
+    binary,
+    headers: headers == null ? undefined : Buffer.from(headers, "base64").toString("utf8"),
+  };
 }
 
 // The envelope's bytes as the sandbox reads them (JS_ToCStringLen): UTF-8, except that a
@@ -126,38 +190,66 @@ function sandboxGlobals(run, context) {
   const url = `${ENDPOINT}/run/${encodeURIComponent(run.id)}`;
   // The reply object and the promise are made inside the guest's realm, as the sandbox
   // makes them, so `instanceof Object` and prototype lookups answer as they do there.
+  // The reply is the bridge's (bridge._reply_object): own data properties `status` and
+  // `body`, a non-enumerable `type`, and an enumerable `headers` only when the upstream
+  // answered; defined, not assigned, so a setter on Object.prototype sees none of them.
+  // A binary body is a Uint8Array of the guest's realm.
+  const makeReply = vm.runInContext(
+    `(function () {
+       var define = Object.defineProperty;
+       return function reply(p) {
+         var o = {};
+         var body = p.body;
+         if (p.binary) { body = new Uint8Array(p.body.length); body.set(p.body); }
+         define(o, "status", {value: p.status, writable: true, enumerable: true, configurable: true});
+         define(o, "body", {value: body, writable: true, enumerable: true, configurable: true});
+         define(o, "type", {value: p.type, writable: true, enumerable: false, configurable: true});
+         if (p.headers !== undefined) {
+           define(o, "headers", {value: p.headers, writable: true, enumerable: true, configurable: true});
+         }
+         return o;
+       };
+     })()`,
+    context,
+  );
   const makeStart = vm.runInContext(
-    `(function (send, required) {
+    `(function (send, reply, required) {
        return function __coderunner_host_start(envelope) {
          if (arguments.length < 1) throw new TypeError(required);
          var text = String(envelope);
+         var frame = send.frame(text, arguments);
          return new Promise(function (resolve, reject) {
-           send(text, function (status, body) { resolve({status: status, body: body}); });
+           send(frame, function (parts) { resolve(reply(parts)); });
          });
        };
      })`,
     context,
   );
   const makeCall = vm.runInContext(
-    `(function (call, required) {
+    `(function (call, reply, required) {
        return function __coderunner_host_call(envelope) {
          if (arguments.length < 1) throw new TypeError(required);
-         var r = call(String(envelope));
-         return {status: r.status, body: r.body};
+         var text = String(envelope);
+         return reply(call(text, arguments));
        };
      })`,
     context,
   );
-  const send = (text, resolve) => {
+  const send = (frame, resolve) => {
     run.pending++;
-    fetch(url + "/start", { method: "POST", body: quickjsBytes(text) })
-      .then(async (res) => [Number(res.headers.get("x-host-status")), await res.text()])
-      .catch(() => [500, ""])
-      .then(([status, body]) => {
-        if (!run.done) resolve(status, body);
+    fetch(url + "/start", { method: "POST", body: frame.body, headers: frame.headers })
+      .then(async (res) => {
+        const h = (name) => res.headers.get(name);
+        const bytes = new Uint8Array(await res.arrayBuffer());
+        return replyParts(Number(h("x-host-status")), bytes, h("x-host-type") || "", h("x-host-binary") === "1", h("x-host-headers"));
+      })
+      .catch(() => replyParts(500, new Uint8Array(0), "", false, null))
+      .then((parts) => {
+        if (!run.done) resolve(parts);
         run.settleOne();
       });
   };
+  send.frame = (text, args) => frameOf(text, payloadOf(args));
   const timer = (fn, ms, repeat) => {
     run.pending++;
     const handle = { id: null, live: true };
@@ -208,12 +300,38 @@ function sandboxGlobals(run, context) {
   context.atob = atob;
   context.btoa = btoa;
   context.queueMicrotask = queueMicrotask;
-  context.__coderunner_host_start = makeStart(send, ENVELOPE_REQUIRED);
+  context.__coderunner_host_start = makeStart(send, makeReply, ENVELOPE_REQUIRED);
   context.__coderunner_host_call = makeCall(
-    (text) => blockingCall(url + "/call", text),
+    (text, args) => {
+      const r = blockingCall(url + "/call", frameOf(text, payloadOf(args)));
+      return replyParts(r.status, r.body, r.type, r.binary, r.headers);
+    },
+    makeReply,
     ENVELOPE_REQUIRED,
   );
   vm.runInContext("delete globalThis.Intl;", context);
+  // The client sends a multipart file's bytes as {base64} with Uint8Array#toBase64, which
+  // QuickJS-NG has and node 24 lacks: the proposal's method (its two options included),
+  // installed as a builtin is (writable, configurable, not enumerable).
+  vm.runInContext(
+    `Object.defineProperty(Uint8Array.prototype, "toBase64", {
+       value: function toBase64() {
+         var options = arguments[0];
+         if (!(this instanceof Uint8Array)) throw new TypeError("not a Uint8Array");
+         var o = options === undefined ? {} : options;
+         var alphabet = o.alphabet === undefined ? "base64" : o.alphabet;
+         if (alphabet !== "base64" && alphabet !== "base64url") throw new TypeError("bad alphabet");
+         var s = "";
+         for (var i = 0; i < this.length; i++) s += String.fromCharCode(this[i]);
+         var out = btoa(s);
+         if (alphabet === "base64url") out = out.split("+").join("-").split("/").join("_");
+         if (o.omitPadding) out = out.split("=").join("");
+         return out;
+       },
+       writable: true, enumerable: false, configurable: true,
+     });`,
+    context,
+  );
   return os;
 }
 

@@ -167,6 +167,17 @@ def test_a_text_body_arrives_byte_exact_with_the_entrys_content_type(
     assert seen.headers["content-length"] == str(len(wire))
 
 
+def test_a_lone_surrogate_in_a_text_body_arrives_as_one_replacement_character(
+    api: FakeAPI,
+) -> None:
+    """As `fetch` and TextEncoder send a string: the body upstream is UTF-8, never the
+    three bytes QuickJS writes for a lone surrogate (ED A0 80), and a pair stays whole."""
+    _run(api, 'await api.upload_report_csv("a,\\ud800,\\udfff\\ud83d\\ude00\\n");')
+    body = _only(api).body
+    assert body == "a,\ufffd,\ufffd\U0001f600\n".encode()
+    assert body.decode("utf-8")
+
+
 @pytest.mark.parametrize(
     ("make", "expected"),
     [
