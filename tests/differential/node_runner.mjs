@@ -191,7 +191,7 @@ function sandboxGlobals(run, context) {
   // The reply object and the promise are made inside the guest's realm, as the sandbox
   // makes them, so `instanceof Object` and prototype lookups answer as they do there.
   // The reply is the bridge's (bridge._reply_object): own data properties `status` and
-  // `body`, a non-enumerable `type`, and an enumerable `headers` only when the upstream
+  // `body`, a non-enumerable `type`, and a non-enumerable `headers` only when the upstream
   // answered; defined, not assigned, so a setter on Object.prototype sees none of them.
   // A binary body is a Uint8Array of the guest's realm.
   const makeReply = vm.runInContext(
@@ -205,7 +205,7 @@ function sandboxGlobals(run, context) {
          define(o, "body", {value: body, writable: true, enumerable: true, configurable: true});
          define(o, "type", {value: p.type, writable: true, enumerable: false, configurable: true});
          if (p.headers !== undefined) {
-           define(o, "headers", {value: p.headers, writable: true, enumerable: true, configurable: true});
+           define(o, "headers", {value: p.headers, writable: true, enumerable: false, configurable: true});
          }
          return o;
        };
