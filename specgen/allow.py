@@ -106,7 +106,9 @@ FORBIDDEN_HEADER_PREFIXES: tuple[str, ...] = ("proxy-", "x-forwarded-", "content
 # RFC 9110 5.6.2 token characters: what a field name may be made of.
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
 _PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
-_OBJECT_KEYS = frozenset({"route", "query", "headers", "style", "body", "response_headers"})
+_OBJECT_KEYS = frozenset(
+    {"route", "query", "headers", "style", "body", "response_headers", "approve"}
+)
 #: Response headers no grant may let agent code read: they carry or ask for credentials
 #: and sessions. Lower-case; the broker drops them whatever a grant lists.
 FORBIDDEN_RESPONSE_HEADERS: frozenset[str] = frozenset(
@@ -179,6 +181,8 @@ class AllowEntry:
     #: Response header names (lower-case; a trailing `*` is a prefix) agent code may
     #: read on this route, in addition to the profile's and Content-Type.
     response_headers: tuple[str, ...] = ()
+    #: A call under this entry is sent only after a person approves it (the broker asks).
+    approve: bool = False
 
     def header_names(self) -> frozenset[str]:
         """Header names, lower-cased: the form they are compared in."""
@@ -299,7 +303,7 @@ def parse_object(obj: dict[str, Any], reserved: Iterable[str] = ()) -> AllowEntr
     if unknown:
         raise AllowError(
             f"allow entry {entry}: unknown key {go_quote(unknown[0])} "
-            "(want route, query, headers, style, body, response_headers)"
+            "(want route, query, headers, style, body, response_headers, approve)"
         )
     if not isinstance(route_text, str):
         raise AllowError('allow entry object: "route" must be a "METHOD /path" string')
@@ -319,7 +323,12 @@ def parse_object(obj: dict[str, Any], reserved: Iterable[str] = ()) -> AllowEntr
         readable = response_header_patterns(obj.get("response_headers"))
     except AllowError as exc:
         raise AllowError(f"allow entry {entry}: {exc}") from None
-    return AllowEntry(route, query, headers, _body(obj.get("body"), route, entry), readable)
+    approve = obj.get("approve")
+    if approve is not None and not isinstance(approve, bool):
+        raise AllowError(f'allow entry {entry}: "approve" must be true or false')
+    return AllowEntry(
+        route, query, headers, _body(obj.get("body"), route, entry), readable, approve is True
+    )
 
 
 def response_header_patterns(raw: Any) -> tuple[str, ...]:
@@ -473,7 +482,7 @@ def entry_json(entry: AllowEntry) -> str | dict[str, Any]:
     Values are written so that `parse_entry` reads back the same entry.
     """
     styled = [p for p in (*entry.query, *entry.headers) if p.style]
-    if entry.headers or styled or entry.body is not None or entry.response_headers:
+    if entry.headers or styled or entry.body is not None or entry.response_headers or entry.approve:
         out: dict[str, Any] = {"route": str(entry.route)}
         if entry.query:
             out["query"] = [str(p) for p in entry.query]
@@ -485,6 +494,8 @@ def entry_json(entry: AllowEntry) -> str | dict[str, Any]:
             out["body"] = list(entry.body)
         if entry.response_headers:
             out["response_headers"] = list(entry.response_headers)
+        if entry.approve:
+            out["approve"] = True
         return out
     if not entry.query:
         return str(entry.route)

@@ -65,6 +65,12 @@ class TraceRow:
     #: Names of the query and header parameters the call sent (issue 8), never their
     #: values; omitted from the audit line when there are none.
     params: tuple[str, ...] = ()
+    #: For a call the grant held for a person's approval: approved, declined, timed_out
+    #: or unavailable (runtime.broker.approval.Verdict), the channel that asked, and how
+    #: long it waited. None for every other call, and then absent from the audit line.
+    approval: str | None = None
+    approval_channel: str | None = None
+    approval_wait_ms: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +94,8 @@ class TraceSnapshot:
     routes: tuple[RouteCount, ...] = ()
     #: Calls the backpressure breaker refused (never sent).
     shed: int = 0
+    #: Held calls by verdict ((verdict, count), sorted); empty when none was held.
+    approvals: tuple[tuple[str, int], ...] = ()
 
     def to_dict(self) -> dict[str, object]:
         record: dict[str, object] = {
@@ -100,6 +108,8 @@ class TraceSnapshot:
             # Only when > 0, as the reference's host_calls_shed: a run the breaker never
             # touched keeps the audit line it always had.
             record["shed"] = self.shed
+        if self.approvals:
+            record["approvals"] = dict(self.approvals)
         return record
 
 
@@ -109,6 +119,9 @@ def _row_dict(row: TraceRow) -> dict[str, object]:
         del out["params"]  # rows of calls without parameters read as they always did
     else:
         out["params"] = list(row.params)
+    if row.approval is None:
+        for key in ("approval", "approval_channel", "approval_wait_ms"):
+            del out[key]
     return out
 
 
@@ -123,6 +136,7 @@ class CallTrace:
         self._dropped = 0
         self._counts: dict[tuple[str, str], list[int]] = {}
         self._shed = 0
+        self._approvals: dict[str, int] = {}
 
     def deny(self) -> None:
         with self._lock:
@@ -156,6 +170,7 @@ class CallTrace:
         latency_s: float,
         seq: int | None = None,
         failure: str | None = None,
+        approval: tuple[str, str, float] | None = None,
     ) -> None:
         """Add a row for a call that went upstream; only the matched template is kept.
 
@@ -167,6 +182,8 @@ class CallTrace:
             if seq is None:
                 self._seq += 1
                 seq = self._seq
+            if approval is not None:
+                self._approvals[approval[0]] = self._approvals.get(approval[0], 0) + 1
             count = self._counts.setdefault((route.method.upper(), route.path), [0, 0])
             count[0] += 1
             count[1] += 1 if delivered else 0
@@ -185,6 +202,11 @@ class CallTrace:
                     latency_ms=round(latency_s * 1000.0, 3),
                     failure=str(failure) if failure is not None else None,
                     params=params,
+                    approval=approval[0] if approval is not None else None,
+                    approval_channel=approval[1] if approval is not None else None,
+                    approval_wait_ms=round(approval[2] * 1000.0, 3)
+                    if approval is not None
+                    else None,
                 )
             )
 
@@ -197,7 +219,14 @@ class CallTrace:
                     self._counts.items(), key=lambda kv: (kv[0][1], kv[0][0])
                 )
             )
-            return TraceSnapshot(rows, self._denied, self._dropped, routes, self._shed)
+            return TraceSnapshot(
+                rows,
+                self._denied,
+                self._dropped,
+                routes,
+                self._shed,
+                tuple(sorted(self._approvals.items())),
+            )
 
 
 def check_trace_id(trace_id: str) -> str:
