@@ -11,6 +11,8 @@ only (a test pins the list, another draws the import graph):
       sandbox/     QuickJS in WebAssembly; takes source, a handler and limits
       broker/      grants, policy, credentials, upstream, transport, trace
       session.py   one run: a fresh sandbox and a fresh broker, one audit line
+      run_clock.py the run's deadline, stopped while a call waits for a person's approval
+      approvers.py how `specgen run` asks for approval: the terminal, or --approve
       pool.py      RunPool: warm worker processes, runs on every core
       cli.py       `specgen run`
 
@@ -18,6 +20,7 @@ only (a test pins the list, another draws the import graph):
 """
 
 from runtime import messages
+from runtime.approvers import FixedApprover, TerminalApprover
 from runtime.broker import (
     Broker,
     Grants,
@@ -30,6 +33,7 @@ from runtime.broker import (
     format_table,
 )
 from runtime.broker import load as load_grants
+from runtime.broker.approval import Answer, Approver, CannotAsk, Question
 from runtime.contract import HostHandler, HostReply, HostRequest
 from runtime.errors import (
     EXIT_REFUSED,
@@ -73,8 +77,12 @@ __all__ = [
     "MAX_MEMORY_MB",
     "MAX_TIMEOUT_S",
     "MIN_MEMORY_MB",
+    "Answer",
+    "Approver",
     "Broker",
+    "CannotAsk",
     "EngineError",
+    "FixedApprover",
     "Grants",
     "GrantsError",
     "GuestGrant",
@@ -84,12 +92,14 @@ __all__ = [
     "Limits",
     "PatchError",
     "Profile",
+    "Question",
     "Refusal",
     "RunInputError",
     "RunOutcome",
     "RunPool",
     "RunResult",
     "Secret",
+    "TerminalApprover",
     "TraceIdError",
     "TraceRow",
     "TraceSnapshot",

@@ -134,6 +134,11 @@ class Question:
         )
 
 
+class CannotAsk(Exception):
+    """An approver's way to say no one can be asked after all (the channel is gone):
+    the call is refused as `unavailable`, not as a person's no."""
+
+
 class Approver(Protocol):
     """A channel that asks a person; `channel` names it on the record."""
 
@@ -241,6 +246,8 @@ class Gate:
             left = self.timeout_s - (self.clock() - started)
             try:
                 answer = self.approver(question, left) if left > 0 else None
+            except CannotAsk:
+                return Held(Verdict.UNAVAILABLE, "none", self.clock() - started)
             except Exception:  # a broken channel is a no, never a yes
                 answer = Answer.NO
         waited = self.clock() - started
@@ -261,6 +268,7 @@ __all__ = [
     "PREVIEW_BYTES",
     "Answer",
     "Approver",
+    "CannotAsk",
     "Gate",
     "Held",
     "Question",

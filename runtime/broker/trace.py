@@ -255,11 +255,27 @@ def audit_line(profile: str, snapshot: TraceSnapshot, trace_id: str | None = Non
     return orjson.dumps(record).decode("utf-8")
 
 
+def _approval_cell(row: TraceRow) -> str:
+    if row.approval is None:
+        return ""
+    return f"{row.approval} ({row.approval_channel}, {(row.approval_wait_ms or 0) / 1000:.1f} s)"
+
+
 def format_table(snapshot: TraceSnapshot) -> str:
     """The trace as the text table `specgen run` prints on stderr."""
     lines = ["trace:"]
     if snapshot.rows:
-        header = ("#", "method", "route", "status", "delivered", "sent", "back", "ms", "failure")
+        header: tuple[str, ...] = (
+            "#",
+            "method",
+            "route",
+            "status",
+            "delivered",
+            "sent",
+            "back",
+            "ms",
+            "failure",
+        )
         body = [
             (
                 str(r.seq),
@@ -274,6 +290,12 @@ def format_table(snapshot: TraceSnapshot) -> str:
             )
             for r in snapshot.rows
         ]
+        if any(r.approval is not None for r in snapshot.rows):
+            # Held calls only: a run without approvals keeps the table it always had.
+            header = (*header, "approval")
+            body = [
+                (*cells, _approval_cell(r)) for cells, r in zip(body, snapshot.rows, strict=True)
+            ]
         widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
         for row in [header, *body]:
             lines.append(

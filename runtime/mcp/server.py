@@ -31,13 +31,14 @@ from dataclasses import dataclass
 from typing import Annotated
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from runtime.mcp import guard
+from runtime.mcp.approval import ElicitApprover, can_elicit
 from runtime.mcp.audit import AuditLog
 from runtime.mcp.runner import Grant, Run, engine_error
 from runtime.mcp.tools import Catalog, execute_answer
@@ -116,6 +117,7 @@ def build_server(prepared: Prepared, audit: AuditLog | None = None) -> MCPServer
         code: Annotated[
             str, Field(description="JavaScript to run; print results with console.log.")
         ],
+        ctx: Context,
     ) -> CallToolResult:
         nonlocal admitted
         trace_id = f"mcp-{tag}:{next(numbers)}"
@@ -135,12 +137,17 @@ def build_server(prepared: Prepared, audit: AuditLog | None = None) -> MCPServer
                 "try again when one has finished",
             )
         admitted += 1
+        # Held calls are asked of this request's client; one that cannot be asked gets
+        # them refused by the broker, with a hint saying how to enable approval.
+        approver = ElicitApprover(ctx) if grant.holds_calls and can_elicit(ctx) else None
         try:
-            return await run_one(code, trace_id)
+            return await run_one(code, trace_id, approver)
         finally:
             admitted -= 1
 
-    async def run_one(code: str, trace_id: str) -> CallToolResult:
+    async def run_one(
+        code: str, trace_id: str, approver: ElicitApprover | None = None
+    ) -> CallToolResult:
         try:
             await slots.acquire()
         except BaseException:  # cancelled while it waited: nothing ran
@@ -150,7 +157,7 @@ def build_server(prepared: Prepared, audit: AuditLog | None = None) -> MCPServer
             # Shielded: once a sandbox runs, its result and audit line are waited for
             # even if the client cancels the request (the thread cannot be stopped).
             with anyio.CancelScope(shield=True):
-                run: Run = await anyio.to_thread.run_sync(grant.run, code, trace_id)
+                run: Run = await anyio.to_thread.run_sync(grant.run, code, trace_id, approver)
         except engine_error() as exc:
             return refused(
                 trace_id, "engine", f"the sandbox cannot start: {str(exc).splitlines()[0]}"
@@ -171,6 +178,7 @@ def build_server(prepared: Prepared, audit: AuditLog | None = None) -> MCPServer
             timeout_s=grant.timeout_s,
             leaks=grant.leaks,
             trace_id=trace_id,
+            approval_timeout_s=grant.approval_timeout_s,
         )
         return _text(answer.text, answer.is_error)
 

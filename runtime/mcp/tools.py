@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from runtime.mcp.runner import REFUSALS, Run
+from runtime.mcp.runner import REFUSALS, Call, Run
 from runtime.mcp.search import Index
 from specgen.grant_view import Allowed, signature
 from specgen.render import render
@@ -35,7 +35,9 @@ def _cut(text: str, limit: int) -> tuple[str, bool]:
     return text[:limit], True
 
 
-def hints(run: Run, max_calls: int, timeout_s: float) -> list[str]:
+def hints(
+    run: Run, max_calls: int, timeout_s: float, approval_timeout_s: float = 120.0
+) -> list[str]:
     """Why calls failed, in words a model can act on; derived from the trace and the
     broker's and client's fixed texts in the guest's output, never from a secret."""
     seen = run.stdout + run.stderr
@@ -63,7 +65,22 @@ def hints(run: Run, max_calls: int, timeout_s: float) -> list[str]:
     if run.denied and not set(named) - {"upstream"}:
         # upstream failures are recorded as trace rows, not denials
         out.append(f"{run.denied} call(s) refused by the broker; the guest did not print why")
-    if any(call.status == 0 for call in run.calls):
+    for call in run.calls:
+        if call.approval == "unavailable":
+            out.append(
+                f"approval needed: this grant sends {call.method} {call.route} only after a "
+                "person approves it, and no one could be asked: connect with an MCP client "
+                "that supports form elicitation (it declares the elicitation capability), or "
+                "have the operator run the code with `specgen run` on a terminal or with "
+                "--approve"
+            )
+        elif call.approval in ("declined", "timed_out"):
+            said = "said no" if call.approval == "declined" else "did not answer in time"
+            out.append(
+                f"approval declined: the person asked about {call.method} {call.route} {said} "
+                f"(each question waits at most {approval_timeout_s:g} s); the call was not sent"
+            )
+    if any(call.status == 0 and call.approval is None for call in run.calls):
         out.append(
             "a call was still in flight when the run ended and was cancelled (status 0); "
             "await every call before the code finishes"
@@ -79,6 +96,18 @@ def hints(run: Run, max_calls: int, timeout_s: float) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def _call(c: Call) -> dict[str, object]:
+    out: dict[str, object] = {
+        "seq": c.seq,
+        "method": c.method,
+        "route": c.route,
+        "status": c.status,
+    }
+    if c.approval is not None:
+        out["approval"] = c.approval
+    return out
+
+
 @dataclass(frozen=True)
 class Answer:
     text: str
@@ -86,7 +115,13 @@ class Answer:
 
 
 def execute_answer(
-    run: Run, *, max_calls: int, timeout_s: float, leaks: object, trace_id: str | None = None
+    run: Run,
+    *,
+    max_calls: int,
+    timeout_s: float,
+    leaks: object,
+    trace_id: str | None = None,
+    approval_timeout_s: float = 120.0,
 ) -> Answer:
     """The execute tool's answer: one JSON object, bounded, with hints (and the run's
     trace id, the one on its audit line, when it has one)."""
@@ -107,12 +142,10 @@ def execute_answer(
         "stdout": stdout,
         "stderr": stderr,
         "truncated": truncated,
-        "calls": [
-            {"seq": c.seq, "method": c.method, "route": c.route, "status": c.status} for c in calls
-        ],
+        "calls": [_call(c) for c in calls],
         "calls_not_shown": len(run.calls) - len(calls) + run.dropped,
         "denied": run.denied,
-        "hints": hints(run, max_calls, timeout_s),
+        "hints": hints(run, max_calls, timeout_s, approval_timeout_s),
     }
     if trace_id is not None:
         record["trace_id"] = trace_id
