@@ -151,12 +151,15 @@ class Approver(Protocol):
 
 def escape(text: str) -> str:
     """`text` with every character a terminal or a client could act on written as an
-    escape (`\\n`, `\\x1b`, `\\u202e`), and backslashes doubled, so it reads as one line."""
+    escape (`\\n`, `\\x1b`, `\\u202e`), so it reads as one line and cannot move the
+    cursor, clear the screen or reorder what follows.
+
+    Backslashes are kept as they are, so a JSON body reads as its wire text (a JSON
+    string cannot hold a raw control character, only its `\\u` escape); for the other
+    bodies the size and SHA-256 in the question bind the exact bytes."""
     out: list[str] = []
     for ch in text:
-        if ch == "\\":
-            out.append("\\\\")
-        elif unicodedata.category(ch) in _ESCAPED_CATEGORIES:
+        if unicodedata.category(ch) in _ESCAPED_CATEGORIES:
             code = ord(ch)
             out.append(
                 {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(ch)

@@ -143,7 +143,7 @@ def test_the_question_escapes_control_and_bidi_characters(tmp_path: Path, api: F
     assert "\x1b" not in text and "\u202e" not in text
     assert "\\u001b[2J\\u202e" in text  # the JSON escapes, shown as the wire has them
     assert all(ch == "\n" or ch.isprintable() for ch in text)
-    assert escape("a\x1b\u202e\u2028\\") == "a\\x1b\\u202e\\u2028\\\\"
+    assert escape("a\x1b\u202e\u2028\n") == "a\\x1b\\u202e\\u2028\\n"
 
 
 def test_a_declined_post_never_reaches_the_api_and_the_guest_reads_approval_declined(
