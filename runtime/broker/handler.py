@@ -304,9 +304,12 @@ class Broker:
         entry) and the question is made of the built request, the object `_send` then
         sends: nothing of the guest's call can mark it approved or change what is sent.
         """
-        if not self._profile.needs_approval(call.route) or call.plan is None:
+        if not self._profile.needs_approval(call.route):
             return None
         plan = call.plan
+        if plan is None:  # never the case for an admitted call; fail closed if it were
+            self._cancel(call)
+            return refusal(403, MSG_APPROVAL_DECLINED)
         question = question_for(
             call.request,
             profile=self._profile.name,
