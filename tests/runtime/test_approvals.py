@@ -358,3 +358,24 @@ def test_an_entry_approve_must_be_a_boolean(tmp_path: Path, api: FakeAPI) -> Non
             grants(tmp_path, api, allow=[{"route": "POST /v1/items", "approve": "yes"}]),
             environ={"APPROVAL_KEY": KEY},
         )
+
+
+def test_an_entry_that_holds_its_calls_reads_back_the_same_from_allow_json_form() -> None:
+    from specgen.allow import entry_json, parse_entry
+
+    entry = parse_entry({"route": "POST /v1/items", "approve": True})
+    assert entry.approve is True
+    assert entry_json(entry) == {"route": "POST /v1/items", "approve": True}
+    assert parse_entry(entry_json(entry)) == entry
+    assert entry_json(parse_entry("POST /v1/items")) == "POST /v1/items"
+
+
+def test_approve_true_holds_every_method_and_false_none(tmp_path: Path, api: FakeAPI) -> None:
+    env = {"APPROVAL_KEY": KEY}
+    every = load_grants(grants(tmp_path, api, approve=True), environ=env).select("p", CALLER)
+    plain = load_grants(
+        grants(tmp_path, api, approve=False, allow=["GET /v1/items/*", "POST /v1/items"]),
+        environ=env,
+    ).select("p", CALLER)
+    assert all(every.needs_approval(route) for route in every.allow)
+    assert not any(plain.needs_approval(route) for route in plain.allow)
