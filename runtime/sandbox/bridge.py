@@ -193,8 +193,10 @@ class Bridge:
         """Move the guest Store's epoch deadline by the time calls were held since the
         last look, so a run resumes after a person answered instead of trapping at once.
 
-        Only the host-side waits are forgiven this way: guest code that runs while a
-        call is held still spends its own epoch ticks, which end it at its deadline.
+        Called only where the guest is not running (after a blocking call returns, after
+        the host waited for replies), so guest code that computes while a call is held
+        still meets its epoch deadline; once it waits, the deadline moves by the whole
+        time held, so overlapping work can gain at most that (each hold is bounded).
         """
         if self._clock is None or self.vm is None:
             return

@@ -379,3 +379,17 @@ def test_approve_true_holds_every_method_and_false_none(tmp_path: Path, api: Fak
     ).select("p", CALLER)
     assert all(every.needs_approval(route) for route in every.allow)
     assert not any(plain.needs_approval(route) for route in plain.allow)
+
+
+def test_the_trace_table_shows_each_held_calls_verdict(tmp_path: Path, api: FakeAPI) -> None:
+    from runtime import format_table
+
+    out = run(tmp_path, api, POST + 'await host.get("/v1/items/2");', Person(Answer.NO))
+    table = format_table(out.trace)
+    header, first, second = table.splitlines()[1:4]
+    assert "GET" in second and not any(v in second for v in ("approved", "declined"))
+    assert header.split()[-1] == "approval"
+    assert first.rstrip().endswith("declined (test, 0.0 s)")
+    assert "approval" not in format_table(
+        run(tmp_path, api, 'await host.get("/v1/items/2")', None).trace
+    )
