@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -178,3 +179,40 @@ def test_a_session_with_no_back_channel_is_refused_not_hung(
     answer = _execute(_server(tmp_path, api, 0, monkeypatch), POST, person, mode="auto")
     assert api.requests == []
     assert answer["calls"][0]["approval"] == "unavailable"
+
+
+def test_over_stdio_the_installed_server_asks_and_sends_exactly_what_it_showed(
+    tmp_path: Path, api: FakeAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The real `specgen mcp` process, its default pool of worker processes, stdio.
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    _server(tmp_path, api, 0, monkeypatch)  # writes spec.json and grants.json
+    specgen = Path(sys.executable).with_name("specgen")
+    args = ["mcp", "--grants", str(tmp_path / "grants.json"), "--profile", "p"]
+    args += ["--caller", "agent", "--spec", str(tmp_path / "spec.json"), "--workers", "1"]
+    params = StdioServerParameters(
+        command=str(specgen), args=args, env={"MCP_APPROVAL_KEY": KEY}, cwd=str(tmp_path)
+    )
+    yes, no = Person(content={"approve": True}), Person("decline")
+    answers: list[dict[str, Any]] = []
+
+    async def go() -> None:
+        for person in (yes, no):
+            async with (
+                stdio_client(params) as (read, write),
+                ClientSession(read, write, elicitation_callback=person) as session,
+            ):
+                await session.initialize()
+                result = await session.call_tool("execute", {"code": POST})
+                answers.append(json.loads(result.content[0].text))  # type: ignore[union-attr]
+
+    anyio.run(go)
+    assert answers[0]["stdout"] == '{"ok":true}\n', answers[0]
+    assert answers[1]["stdout"] == "host api 403: approval declined\n", answers[1]
+    [seen] = api.requests
+    message = yes.asked[0].message  # type: ignore[union-attr]
+    assert f"sha256 {hashlib.sha256(seen.body).hexdigest()}" in message
+    assert seen.body.decode() in message
+    assert len(no.asked) == 1
