@@ -27,7 +27,7 @@ import time
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import httpx
 
@@ -116,22 +116,26 @@ class Question:
         }
 
     @classmethod
-    def from_dict(cls, raw: dict[str, object]) -> Question:
-        pairs = lambda key: tuple((str(a), str(b)) for a, b in raw[key])  # type: ignore[attr-defined]  # noqa: E731
+    def from_dict(cls, raw: dict[str, Any]) -> Question:
+        """The question `to_dict` wrote (a pool worker's, read by its parent)."""
         return cls(
             profile=str(raw["profile"]),
             caller=str(raw["caller"]),
             method=str(raw["method"]),
             route=str(raw["route"]),
             path=str(raw["path"]),
-            query=pairs("query"),
-            headers=pairs("headers"),
+            query=_pairs(raw["query"]),
+            headers=_pairs(raw["headers"]),
             body_type=str(raw["body_type"]),
-            body_bytes=int(raw["body_bytes"]),  # type: ignore[call-overload]
+            body_bytes=int(raw["body_bytes"]),
             body_sha256=str(raw["body_sha256"]),
             preview=str(raw["preview"]),
             preview_truncated=bool(raw["preview_truncated"]),
         )
+
+
+def _pairs(raw: Any) -> tuple[tuple[str, str], ...]:
+    return tuple((str(name), str(value)) for name, value in raw)
 
 
 class CannotAsk(Exception):
@@ -234,8 +238,13 @@ class Gate:
     #: a terminal or a pipe carries one conversation.
     _asking: threading.Lock = field(default_factory=threading.Lock)
 
-    def decide(self, key: tuple[str, str], question: Question) -> Held:
-        """Ask (unless this route was approved for the run); the verdict and the wait."""
+    def decide(
+        self, key: tuple[str, str], question: Question, wanted: Callable[[], bool] = lambda: True
+    ) -> Held:
+        """Ask (unless this route was approved for the run); the verdict and the wait.
+
+        `wanted` is looked at once this call's turn to ask comes: a run that ended while
+        it waited behind another question does not put a stale one to the person."""
         with self._lock:
             if key in self._always:
                 return Held(Verdict.APPROVED, "run", 0.0)
@@ -246,6 +255,8 @@ class Gate:
             with self._lock:  # another held call of this route may have said "always"
                 if key in self._always:
                     return Held(Verdict.APPROVED, "run", self.clock() - started)
+            if not wanted():
+                return Held(Verdict.TIMED_OUT, "none", self.clock() - started)
             left = self.timeout_s - (self.clock() - started)
             try:
                 answer = self.approver(question, left) if left > 0 else None

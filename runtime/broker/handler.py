@@ -321,11 +321,14 @@ class Broker:
             headers=plan.headers,
         )
         key = (call.route.method.upper(), call.route.path)
+        if self._ended:
+            return self._cancel(call)
+        wanted = self._still_open
         if self._run_clock is not None:
             with self._run_clock.hold():
-                held = self._gate.decide(key, question)
+                held = self._gate.decide(key, question, wanted)
         else:
-            held = self._gate.decide(key, question)
+            held = self._gate.decide(key, question, wanted)
         call.held = held
         if held.verdict is Verdict.APPROVED:
             return None
@@ -345,6 +348,9 @@ class Broker:
         if held.verdict is Verdict.UNAVAILABLE:
             return refusal(403, MSG_APPROVAL_UNAVAILABLE)
         return refusal(403, MSG_APPROVAL_DECLINED)
+
+    def _still_open(self) -> bool:
+        return not self._ended
 
     def _send(self, call: _Admitted) -> HostReply:
         """Send an admitted call and record its row (unless close() already did)."""

@@ -393,3 +393,23 @@ def test_the_trace_table_shows_each_held_calls_verdict(tmp_path: Path, api: Fake
     assert "approval" not in format_table(
         run(tmp_path, api, 'await host.get("/v1/items/2")', None).trace
     )
+
+
+def test_a_run_that_ended_puts_no_waiting_question_to_the_person(
+    tmp_path: Path, api: FakeAPI
+) -> None:
+    # Two held calls, then the code throws: the run ends while the first is asked.
+    person = Person(Answer.YES, Answer.YES, delay_s=1.5)
+    code = """
+    host.post("/v1/items", {a: 1}); host.post("/v1/items", {a: 2});
+    await host.get("/v1/items/1");
+    throw new Error("stop");
+    """
+    out = run(tmp_path, api, code, person)
+    assert out.result.exit_code == 1, out.result
+    time.sleep(3.5)  # both would have been asked by now
+    assert len(person.questions) == 1
+    # The first was approved after its run ended: not sent either.
+    assert [s.method for s in api.requests] == ["GET"]
+    failures = [row["failure"] for row in audit(out)["calls"]]  # type: ignore[index, union-attr]
+    assert failures == ["cancelled", "cancelled", None]
