@@ -212,6 +212,13 @@ def build_server(prepared: Prepared, audit: AuditLog | None = None) -> MCPServer
             "Returns JSON: exit_code, timed_out, stdout, stderr, truncated, calls (method, route "
             "template and status of each call sent upstream), denied (calls the broker refused) "
             "and hints (why calls failed), and trace_id, the id of the run's audit line."
+            + (
+                " Calls the grant holds for a person's approval wait for their answer "
+                "(asked through this client); such a call's entry in calls has approval: "
+                "approved, declined, timed_out or unavailable."
+                if grant.holds_calls
+                else ""
+            )
         ),
         annotations=ToolAnnotations(read_only_hint=False, open_world_hint=True),
         structured_output=False,
