@@ -908,6 +908,7 @@ def generate(
             "headers": tuple([permit(p) for p in headers]),
             "body": _body_entry(route.method, gen.bodies.get(key, ())),
             "response_headers": (),  # the operator's to list; a document never grants them
+            "approve": False,  # the operator's to decide, in the grant
         }
         entries.append(make(AllowEntry, entry))
     declared = tuple(declared_list)

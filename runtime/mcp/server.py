@@ -20,6 +20,7 @@ also in its answer, so a model's transcript and the audit can be matched.
 """
 
 import contextlib
+import functools
 import ipaddress
 import itertools
 import logging
@@ -157,7 +158,14 @@ def build_server(prepared: Prepared, audit: AuditLog | None = None) -> MCPServer
             # Shielded: once a sandbox runs, its result and audit line are waited for
             # even if the client cancels the request (the thread cannot be stopped).
             with anyio.CancelScope(shield=True):
-                run: Run = await anyio.to_thread.run_sync(grant.run, code, trace_id, approver)
+                # The approver only when there is one: a run of a grant that holds no
+                # call is the call it always was.
+                work = (
+                    functools.partial(grant.run, code, trace_id)
+                    if approver is None
+                    else functools.partial(grant.run, code, trace_id, approver=approver)
+                )
+                run: Run = await anyio.to_thread.run_sync(work)
         except engine_error() as exc:
             return refused(
                 trace_id, "engine", f"the sandbox cannot start: {str(exc).splitlines()[0]}"

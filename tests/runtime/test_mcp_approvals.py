@@ -57,7 +57,13 @@ def api() -> Iterator[FakeAPI]:
     server.close()
 
 
-def _server(tmp_path: Path, api: FakeAPI, workers: int, monkeypatch: pytest.MonkeyPatch) -> Any:
+def _server(
+    tmp_path: Path,
+    api: FakeAPI,
+    workers: int,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+) -> Any:
     monkeypatch.setenv("MCP_APPROVAL_KEY", KEY)
     (tmp_path / "spec.json").write_text(json.dumps(SPEC), "utf-8")
     grant = {
@@ -68,6 +74,9 @@ def _server(tmp_path: Path, api: FakeAPI, workers: int, monkeypatch: pytest.Monk
     }
     (tmp_path / "grants.json").write_text(json.dumps({"profiles": {"p": grant}}), "utf-8")
     opened = open_grant(tmp_path / "grants.json", "p", "agent", timeout_s=5.0, workers=workers)
+    pool = opened._pool  # the server runs for the test's length; its workers must not outlive it
+    if pool is not None:
+        request.addfinalizer(pool.close)
     return build_server(prepare(str(tmp_path / "spec.json"), opened))
 
 
@@ -101,10 +110,14 @@ class Person:
 
 @pytest.mark.parametrize("workers", [1, 0])
 def test_an_approved_post_reaches_the_api_with_exactly_the_previewed_body(
-    tmp_path: Path, api: FakeAPI, monkeypatch: pytest.MonkeyPatch, workers: int
+    tmp_path: Path,
+    api: FakeAPI,
+    monkeypatch: pytest.MonkeyPatch,
+    workers: int,
+    request: pytest.FixtureRequest,
 ) -> None:
     person = Person(content={"approve": True})
-    answer = _execute(_server(tmp_path, api, workers, monkeypatch), POST, person)
+    answer = _execute(_server(tmp_path, api, workers, monkeypatch, request), POST, person)
     assert answer["stdout"] == '{"ok":true}\n', answer
     [asked] = person.asked
     [seen] = api.requests
@@ -122,11 +135,11 @@ def test_an_approved_post_reaches_the_api_with_exactly_the_previewed_body(
 
 
 def test_one_yes_for_the_whole_run_covers_a_loops_writes(
-    tmp_path: Path, api: FakeAPI, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, api: FakeAPI, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
     person = Person(content={"approve": True, "whole_run": True})
     code = 'for (let i = 0; i < 3; i++) await host.post("/v1/items", {i}); console.log("ok")'
-    answer = _execute(_server(tmp_path, api, 1, monkeypatch), code, person)
+    answer = _execute(_server(tmp_path, api, 1, monkeypatch, request), code, person)
     assert answer["stdout"] == "ok\n", answer
     assert len(person.asked) == 1
     assert [s.body for s in api.requests] == [b'{"i":0}', b'{"i":1}', b'{"i":2}']
@@ -139,10 +152,13 @@ def test_a_declined_post_never_reaches_the_api(
     tmp_path: Path,
     api: FakeAPI,
     monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
     action: str,
     content: dict[str, Any] | None,
 ) -> None:
-    answer = _execute(_server(tmp_path, api, 1, monkeypatch), POST, Person(action, content))
+    answer = _execute(
+        _server(tmp_path, api, 1, monkeypatch, request), POST, Person(action, content)
+    )
     assert answer["stdout"] == "host api 403: approval declined\n"
     assert api.requests == []
     assert answer["calls"][0]["approval"] == "declined"
@@ -150,11 +166,11 @@ def test_a_declined_post_never_reaches_the_api(
 
 
 def test_an_approval_that_waits_10_s_in_a_5_s_run_still_completes(
-    tmp_path: Path, api: FakeAPI, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, api: FakeAPI, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
     started = time.monotonic()
     person = Person(content={"approve": True}, delay_s=10.0)
-    answer = _execute(_server(tmp_path, api, 1, monkeypatch), POST, person)
+    answer = _execute(_server(tmp_path, api, 1, monkeypatch, request), POST, person)
     assert time.monotonic() - started >= 10
     assert (answer["exit_code"], answer["timed_out"]) == (0, False), answer
     assert answer["stdout"] == '{"ok":true}\n'
@@ -162,9 +178,9 @@ def test_an_approval_that_waits_10_s_in_a_5_s_run_still_completes(
 
 
 def test_a_client_without_elicitation_gets_the_call_refused_with_a_hint(
-    tmp_path: Path, api: FakeAPI, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, api: FakeAPI, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
-    answer = _execute(_server(tmp_path, api, 1, monkeypatch), POST, None)
+    answer = _execute(_server(tmp_path, api, 1, monkeypatch, request), POST, None)
     assert answer["stdout"].startswith("host api 403: approval declined")
     assert api.requests == []
     assert answer["calls"][0]["approval"] == "unavailable"
@@ -172,23 +188,23 @@ def test_a_client_without_elicitation_gets_the_call_refused_with_a_hint(
 
 
 def test_a_session_with_no_back_channel_is_refused_not_hung(
-    tmp_path: Path, api: FakeAPI, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, api: FakeAPI, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
     # The 2026-07-28 protocol has no server-initiated requests on this connection.
     person = Person(content={"approve": True})
-    answer = _execute(_server(tmp_path, api, 0, monkeypatch), POST, person, mode="auto")
+    answer = _execute(_server(tmp_path, api, 0, monkeypatch, request), POST, person, mode="auto")
     assert api.requests == []
     assert answer["calls"][0]["approval"] == "unavailable"
 
 
 def test_over_stdio_the_installed_server_asks_and_sends_exactly_what_it_showed(
-    tmp_path: Path, api: FakeAPI, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, api: FakeAPI, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
     # The real `specgen mcp` process, its default pool of worker processes, stdio.
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    _server(tmp_path, api, 0, monkeypatch)  # writes spec.json and grants.json
+    _server(tmp_path, api, 0, monkeypatch, request)  # writes spec.json and grants.json
     specgen = Path(sys.executable).with_name("specgen")
     args = ["mcp", "--grants", str(tmp_path / "grants.json"), "--profile", "p"]
     args += ["--caller", "agent", "--spec", str(tmp_path / "spec.json"), "--workers", "1"]
