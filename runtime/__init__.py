@@ -11,6 +11,8 @@ only (a test pins the list, another draws the import graph):
       sandbox/     QuickJS in WebAssembly; takes source, a handler and limits
       broker/      grants, policy, credentials, upstream, transport, trace
       session.py   one run: a fresh sandbox and a fresh broker, one audit line
+      run_clock.py the run's deadline, stopped while a call waits for a person's approval
+      approvers.py how `specgen run` asks for approval: the terminal, or --approve
       pool.py      RunPool: warm worker processes, runs on every core
       cli.py       `specgen run`
 
@@ -31,6 +33,12 @@ from typing import TYPE_CHECKING, Any
 
 #: Each public name: the module it lives in and its name there.
 _EXPORTS: dict[str, tuple[str, str]] = {
+    "FixedApprover": ("runtime.approvers", "FixedApprover"),
+    "TerminalApprover": ("runtime.approvers", "TerminalApprover"),
+    "Answer": ("runtime.broker.approval", "Answer"),
+    "Approver": ("runtime.broker.approval", "Approver"),
+    "CannotAsk": ("runtime.broker.approval", "CannotAsk"),
+    "Question": ("runtime.broker.approval", "Question"),
     "Broker": ("runtime.broker", "Broker"),
     "Grants": ("runtime.broker", "Grants"),
     "Profile": ("runtime.broker", "Profile"),
@@ -75,6 +83,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
 
 if TYPE_CHECKING:  # what a type checker and a reader see; nothing is imported at run time
     from runtime import messages
+    from runtime.approvers import FixedApprover, TerminalApprover
     from runtime.broker import (
         Broker,
         Grants,
@@ -87,6 +96,7 @@ if TYPE_CHECKING:  # what a type checker and a reader see; nothing is imported a
         format_table,
     )
     from runtime.broker import load as load_grants
+    from runtime.broker.approval import Answer, Approver, CannotAsk, Question
     from runtime.contract import HostHandler, HostReply, HostRequest
     from runtime.errors import (
         EXIT_REFUSED,
@@ -147,8 +157,12 @@ __all__ = [
     "MAX_MEMORY_MB",
     "MAX_TIMEOUT_S",
     "MIN_MEMORY_MB",
+    "Answer",
+    "Approver",
     "Broker",
+    "CannotAsk",
     "EngineError",
+    "FixedApprover",
     "Grants",
     "GrantsError",
     "GuestGrant",
@@ -158,12 +172,14 @@ __all__ = [
     "Limits",
     "PatchError",
     "Profile",
+    "Question",
     "Refusal",
     "RunInputError",
     "RunOutcome",
     "RunPool",
     "RunResult",
     "Secret",
+    "TerminalApprover",
     "TraceIdError",
     "TraceRow",
     "TraceSnapshot",

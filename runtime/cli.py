@@ -46,6 +46,8 @@ import orjson
 
 from runtime import (
     MIN_MEMORY_MB,
+    Approver,
+    FixedApprover,
     Grants,
     GrantsError,
     Limits,
@@ -54,6 +56,7 @@ from runtime import (
     RunInputError,
     RunOutcome,
     RunPool,
+    TerminalApprover,
     check_trace_id,
     format_table,
     load_grants,
@@ -172,6 +175,16 @@ def _refusals(func: F) -> F:
     help="Print one JSON object with the output, exit code and audit record (in a batch,"
     " one line per file, in input order).",
 )
+@click.option(
+    "--approve",
+    "approve",
+    multiple=True,
+    metavar="all|none|ROUTE",
+    help="Answer the approvals the grant asks for without a terminal: all (yes to every"
+    ' held call), none (no to every one), or an allow route ("POST /v1/items", repeatable:'
+    " yes to those, no to the rest). Without it a held call is asked on /dev/tty, and"
+    " refused when there is no terminal.",
+)
 @workers_option(
     "Batch only: worker processes for the runs (default: one per core, at most one per"
     " file); 0 runs them one after another in this process."
@@ -194,6 +207,7 @@ def run(
     timeout_s: float,
     memory_mb: int,
     as_json: bool,
+    approve: tuple[str, ...],
     workers: int | None,
     isolation: str | None,
 ) -> None:
@@ -223,10 +237,13 @@ def run(
             f"--isolation {isolation} runs the engine in another process; --workers 0 runs"
             " it in this one: choose one"
         )
+    approver = _approver(approve)
 
     if not batch and isolation == "process":
         # A missing or tampered engine is an EngineError (a Refusal), never a traceback.
-        outcome = run_with_grant(codes[0], profile, limits=limits, trace_id=trace_id, caller=caller)
+        outcome = run_with_grant(
+            codes[0], profile, limits=limits, trace_id=trace_id, caller=caller, approver=approver
+        )
         _report(outcome, timeout_s, as_json)
         sys.exit(outcome.result.exit_code)
 
@@ -245,7 +262,7 @@ def run(
         sys.exit(outcome.result.exit_code)
     if workers == 0:
         outcomes: Iterator[RunOutcome | Refusal] = (
-            _in_process(code, profile, limits, tid, caller)
+            _in_process(code, profile, limits, tid, caller, approver)
             for code, tid in zip(codes, trace_ids, strict=True)
         )
         sys.exit(_report_batch(files, outcomes, timeout_s, as_json))
@@ -263,6 +280,7 @@ def run(
                     timeout_s=timeout_s,
                     memory_mb=memory_mb,
                     trace_id=tid,
+                    approver=approver,
                 )
             )
         status = _report_batch(files, (_settled(f) for f in futures), timeout_s, as_json)
@@ -337,11 +355,29 @@ def _trace_ids(trace_id: str | None, batch_size: int) -> list[str | None]:
     return [f"{trace_id}:{n}" for n in range(1, batch_size + 1)]
 
 
+def _approver(values: tuple[str, ...]) -> Approver | None:
+    """`--approve`'s rule, else the terminal (never stdin), else nobody: held calls are
+    then refused."""
+    if values:
+        try:
+            return FixedApprover.parse(values)
+        except ValueError as exc:
+            raise RunInputError(str(exc)) from None
+    return TerminalApprover.open()
+
+
 def _in_process(
-    code: str, profile: Profile, limits: Limits, trace_id: str | None, caller: str
+    code: str,
+    profile: Profile,
+    limits: Limits,
+    trace_id: str | None,
+    caller: str,
+    approver: Approver | None = None,
 ) -> RunOutcome | Refusal:
     try:
-        return run_with_grant(code, profile, limits=limits, trace_id=trace_id, caller=caller)
+        return run_with_grant(
+            code, profile, limits=limits, trace_id=trace_id, caller=caller, approver=approver
+        )
     except Refusal as refusal:
         return refusal
 

@@ -19,6 +19,11 @@ MSG_UPSTREAM = "host api unavailable"
 MSG_ROUTE_BUDGET = "host api call budget for this route is exhausted"
 MSG_SHED = "host api is shedding load: upstream reported degraded"
 MSG_HELD = "host api broker holds too many request bytes; await earlier calls first"
+MSG_APPROVAL_DECLINED = "approval declined"
+#: A call the grant says needs a person's yes, in a run with no way to ask one.
+MSG_APPROVAL_UNAVAILABLE = (
+    "approval declined: this call needs a person's approval and no one can be asked"
+)
 # -- why an upstream call gave nothing (runtime.broker.upstream.Failure), to the guest ---
 MSG_UPSTREAM_UNREACHABLE = "host api unreachable"
 MSG_UPSTREAM_TIMEOUT = "host api timed out"

@@ -40,6 +40,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import dataclasses
+import itertools
 import multiprocessing
 import os
 import pickle
@@ -55,6 +56,7 @@ from typing import Any
 import orjson
 
 from runtime.broker import Grants, Profile, audit_line, load
+from runtime.broker.approval import Answer, Approver, Question
 from runtime.broker.trace import CallTrace, listen_for_admissions
 from runtime.errors import GrantsError
 from runtime.messages import MSG_NOT_AVAILABLE
@@ -112,8 +114,41 @@ def _own_profile(sent: Profile | str) -> Profile:
     return own
 
 
+class _ParentApprover:
+    """A worker's approval channel: the question goes to the parent, which owns the
+    person's channel (the terminal, the MCP session), on the run's own pipe; the parent
+    always answers (None when its channel's timeout passed). Answers carry the ask's
+    number, so a late one is never taken for the answer to a later question."""
+
+    def __init__(self, conn: Connection, sending: threading.Lock, channel: str) -> None:
+        self._conn = conn
+        self._sending = sending
+        self.channel = channel
+        self._numbers = itertools.count(1)
+
+    def __call__(self, question: Question, timeout_s: float) -> Answer | None:
+        number = next(self._numbers)
+        with self._sending:
+            self._conn.send(("approve", (number, question.to_dict(), timeout_s)))
+        end = time.monotonic() + timeout_s + _ANSWER_GRACE_S
+        while (left := end - time.monotonic()) > 0 and self._conn.poll(left):
+            message = self._conn.recv()
+            if isinstance(message, tuple) and message[:2] == ("answer", number):
+                return Answer(message[2]) if message[2] is not None else None
+        return None
+
+
+#: How long past the approval timeout a worker waits for its parent's answer.
+_ANSWER_GRACE_S = 5.0
+#: Set in a worker process: the channel its runs ask through (see _worker_main).
+_WORKER_CONN: tuple[Connection, threading.Lock] | None = None
+
+
 def _run_job(code: str, sent: Profile | str, caller: str, options: dict[str, Any]) -> RunOutcome:
     profile = _own_profile(sent)
+    channel = options.pop("approval_channel", None)
+    if channel is not None and _WORKER_CONN is not None:
+        options["approver"] = _ParentApprover(*_WORKER_CONN, channel)
     if options.pop("scan_memory", False):
         # The key to look for is the worker's own, read from the grants file: the parent
         # asks for the scan, it never sends the key (job_args).
@@ -139,6 +174,8 @@ def _worker_main(conn: Connection, grants_path: str) -> None:
             conn.send(("admitted", (seq, method, route)))
 
     listen_for_admissions(admitted)
+    global _WORKER_CONN
+    _WORKER_CONN = (conn, sending)
     while True:
         try:
             job = conn.recv()
@@ -146,6 +183,8 @@ def _worker_main(conn: Connection, grants_path: str) -> None:
             break
         if job is None:
             break
+        if isinstance(job, tuple) and job[:1] == ("answer",):
+            continue  # an approval answered after its run stopped waiting
         try:
             reply: tuple[str, object] = ("ok", _run_job(*job))
         except BaseException as exc:  # handed back to the caller's Future
@@ -234,6 +273,20 @@ def _lost(
     return RunOutcome(result=result, trace=snapshot, audit=orjson.dumps(record).decode("utf-8"))
 
 
+def _ask(approver: Approver | None, asked: object) -> tuple[int, str | None]:
+    """The parent's side of a worker's question: (its number, the answer's value or
+    None). A malformed question or a failing channel is a no, never a yes."""
+    number: object = 0
+    try:
+        number, raw, timeout_s = asked  # type: ignore[misc]
+        if approver is None:
+            return int(number), Answer.NO.value  # type: ignore[call-overload]
+        answer = approver(Question.from_dict(raw), float(timeout_s))
+        return int(number), answer.value if answer is not None else None  # type: ignore[call-overload]
+    except Exception:
+        return (number if isinstance(number, int) else 0), Answer.NO.value
+
+
 def _context() -> multiprocessing.context.BaseContext:
     """spawn: a fork of a threaded parent is unsafe, and a forkserver keeps the environment
     of its first start, so a worker would not see a token variable set after it."""
@@ -304,9 +357,9 @@ class RunPool:
             command(isolation)  # a missing bwrap or runsc is refused here, in one line
         self.workers = max(1, workers or self.default_workers())
         self._start_error: BaseException | None = None
-        self._jobs: queue.SimpleQueue[tuple[concurrent.futures.Future, tuple] | None] = (
-            queue.SimpleQueue()
-        )
+        self._jobs: queue.SimpleQueue[
+            tuple[concurrent.futures.Future, tuple, Approver | None] | None
+        ] = queue.SimpleQueue()
         self._ready = [threading.Event() for _ in range(self.workers)]
         self._closed = False
         self._threads = [
@@ -367,7 +420,7 @@ class RunPool:
             item = self._jobs.get()
             if item is None:
                 break
-            future, job = item
+            future, job, approver = item
             if not future.set_running_or_notify_cancel():
                 continue
             if kind == "err" or proc is None or conn is None:  # every job hears why
@@ -378,8 +431,11 @@ class RunPool:
             try:
                 conn.send(job)
                 answer, result = conn.recv()
-                while answer == "admitted":
-                    admitted.append(result)  # type: ignore[arg-type]
+                while answer in ("admitted", "approve"):
+                    if answer == "admitted":
+                        admitted.append(result)  # type: ignore[arg-type]
+                    else:
+                        conn.send(("answer", *_ask(approver, result)))
                     answer, result = conn.recv()
             except (EOFError, OSError):
                 future.set_result(_lost(job, time.monotonic() - started, admitted))
@@ -437,7 +493,7 @@ class RunPool:
             item = self._jobs.get()
             if item is None:
                 break
-            future, job = item
+            future, job, _approver = item  # an isolated run asks no one: see submit
             if not future.set_running_or_notify_cancel():
                 continue
             if isinstance(engine, BaseException):
@@ -496,10 +552,12 @@ class RunPool:
         clock: str = "real",
         trace_id: str | None = None,
         scan_memory: bool = False,
+        approver: Approver | None = None,
     ) -> concurrent.futures.Future[RunOutcome]:
         """Queue one run; the arguments mean what they mean for `run_profile`, but for
         `scan_memory`: count the profile's own key in the guest's memory after the run
-        (`run_profile`'s `scan_memory_for`, with the key the worker read itself)."""
+        (`run_profile`'s `scan_memory_for`, with the key the worker read itself).
+        `approver` stays in this process: the worker asks it over the pipe."""
         job = job_args(
             code,
             profile,
@@ -514,10 +572,12 @@ class RunPool:
             # No pipe to a key holder: the run stays in this process's hands, so the
             # submitted Profile (with its key) is used as it is.
             job = (code, profile, caller, job[3])
+        if approver is not None:
+            job[3]["approval_channel"] = str(getattr(approver, "channel", "parent"))
         if self._closed:
             raise RuntimeError("the RunPool is closed")
         future: concurrent.futures.Future[RunOutcome] = concurrent.futures.Future()
-        self._jobs.put((future, job))
+        self._jobs.put((future, job, approver))
         return future
 
     def run(self, code: str, profile: Profile | str, *, caller: str, **options: Any) -> RunOutcome:

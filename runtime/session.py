@@ -25,8 +25,10 @@ import httpx
 
 from runtime import sandbox
 from runtime.broker import Broker, Profile, TraceSnapshot, audit_line, check_trace_id
+from runtime.broker.approval import Approver
 from runtime.errors import GrantsError, Refusal, RunInputError
 from runtime.messages import MSG_NOT_AVAILABLE
+from runtime.run_clock import RunClock
 
 #: Host calls the sandbox lets through beyond the broker's own budget, so that calls
 #: refused for the budget are still seen (and counted denied) by the broker, while a
@@ -54,6 +56,7 @@ def run_with_grant(
     transport: httpx.BaseTransport | None = None,
     memory_probe: Callable[[bytes], None] | None = None,
     caller: str | None = None,
+    approver: Approver | None = None,
 ) -> RunOutcome:
     """Run `code` in a fresh sandbox whose host calls go through a broker for `profile`.
 
@@ -78,17 +81,25 @@ def run_with_grant(
     )
     # Taken before the sandbox starts its own clock, so no upstream call outlives the run.
     deadline = time.monotonic() + limits.timeout_s
+    clock = RunClock(limits.timeout_s)
     broker = Broker(
         profile,
         deadline=deadline,
         transport=transport,
         caller=caller,
         run_timeout_s=limits.timeout_s,
+        run_clock=clock,
+        approver=approver,
     )
     started = time.monotonic()
     try:
         result = sandbox.run(
-            code, grant=grant, handler=broker, limits=limits, memory_probe=memory_probe
+            code,
+            grant=grant,
+            handler=broker,
+            limits=limits,
+            memory_probe=memory_probe,
+            clock=clock,
         )
     except Refusal:
         if broker.calls:
@@ -160,6 +171,7 @@ def run_profile(
     clock: str = "real",
     trace_id: str | None = None,
     scan_memory_for: str | None = None,
+    approver: Approver | None = None,
 ) -> RunOutcome:
     """`run_with_grant` for a caller, with an optional scan of guest memory for a string.
 
@@ -178,6 +190,7 @@ def run_profile(
         trace_id=trace_id,
         memory_probe=snapshots.append if scan_memory_for else None,
         caller=caller,
+        approver=approver,
     )
     if not scan_memory_for:
         return outcome

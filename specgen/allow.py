@@ -119,7 +119,7 @@ FORBIDDEN_HEADER_PREFIXES: tuple[str, ...] = ("proxy-", "x-forwarded-", "content
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
 _PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _OBJECT_KEYS = frozenset(
-    {"route", "query", "headers", "style", "body", "encoding", "response_headers"}
+    {"route", "query", "headers", "style", "body", "encoding", "response_headers", "approve"}
 )
 #: Response headers no grant may let agent code read: they carry or ask for credentials
 #: and sessions. Lower-case; the broker drops them whatever a grant lists.
@@ -213,6 +213,8 @@ class AllowEntry:
     #: (form field, FORM_STYLES value) for the fields of a form body that serialise an
     #: object or array other than by the default `form`, in the document's order.
     encoding: tuple[tuple[str, str], ...] = ()
+    #: A call under this entry is sent only after a person approves it (the broker asks).
+    approve: bool = False
 
     def form_style(self, name: str) -> str:
         """How the form field `name` serialises an object or array ("form" by default)."""
@@ -340,7 +342,7 @@ def parse_object(obj: dict[str, Any], reserved: Iterable[str] = ()) -> AllowEntr
     if unknown:
         raise AllowError(
             f"allow entry {entry}: unknown key {go_quote(unknown[0])} "
-            "(want route, query, headers, style, body, encoding, response_headers)"
+            "(want route, query, headers, style, body, encoding, response_headers, approve)"
         )
     if not isinstance(route_text, str):
         raise AllowError('allow entry object: "route" must be a "METHOD /path" string')
@@ -363,7 +365,10 @@ def parse_object(obj: dict[str, Any], reserved: Iterable[str] = ()) -> AllowEntr
     body = _body(obj.get("body"), route, entry)
     made = AllowEntry(route, query, headers, body, readable)
     encoding = _encoding(obj.get("encoding"), made, entry)
-    return AllowEntry(route, query, headers, body, readable, encoding)
+    approve = obj.get("approve")
+    if approve is not None and not isinstance(approve, bool):
+        raise AllowError(f'allow entry {entry}: "approve" must be true or false')
+    return AllowEntry(route, query, headers, body, readable, encoding, approve is True)
 
 
 def _encoding(raw: Any, made: AllowEntry, entry: str) -> tuple[tuple[str, str], ...]:
@@ -548,6 +553,7 @@ def entry_json(entry: AllowEntry) -> str | dict[str, Any]:
         or entry.body is not None
         or entry.response_headers
         or entry.encoding
+        or entry.approve
     ):
         out: dict[str, Any] = {"route": str(entry.route)}
         if entry.query:
@@ -562,6 +568,8 @@ def entry_json(entry: AllowEntry) -> str | dict[str, Any]:
             out["encoding"] = dict(entry.encoding)
         if entry.response_headers:
             out["response_headers"] = list(entry.response_headers)
+        if entry.approve:
+            out["approve"] = True
         return out
     if not entry.query:
         return str(entry.route)

@@ -954,6 +954,7 @@ def generate(
             "body": _body_entry(route.method, gen.bodies.get(key, ())),
             "response_headers": (),  # the operator's to list; a document never grants them
             "encoding": tuple(gen.encodings.get(key, {}).items()),
+            "approve": False,  # the operator's to decide, in the grant
         }
         entries.append(make(AllowEntry, entry))
     declared = tuple(declared_list)

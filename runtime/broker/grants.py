@@ -14,6 +14,7 @@ a traceback or a test failure does not leak it.
 from __future__ import annotations
 
 import errno
+import functools
 import ipaddress
 import json
 import os
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from runtime.broker.approval import DEFAULT_APPROVAL_TIMEOUT_S, MAX_APPROVAL_TIMEOUT_S
 from runtime.broker.caps import CapsError, RouteCaps, check_caps, parse_cap_lines
 from runtime.broker.token_block import (
     BasicKey,
@@ -88,6 +90,8 @@ _PROFILE_FIELDS = frozenset(
         "scopes",
         "headers",
         "response_headers",
+        "approve",
+        "approval_timeout_s",
     }
 )
 #: The port of an override entry that admits any port; loopback hosts only.
@@ -133,6 +137,22 @@ class Profile:
     #: Response header names (lower-case, a trailing `*` a prefix) agent code may read
     #: on every route, besides Content-Type and the matched entry's own list.
     response_headers: tuple[str, ...] = ()
+    #: Methods whose every call needs a person's approval (the profile's `approve`);
+    #: an entry's own `approve` adds its route (see `needs_approval`).
+    approve_methods: frozenset[str] = frozenset()
+    #: How long a held call waits for the answer (seconds); no answer is a no.
+    approval_timeout_s: float = DEFAULT_APPROVAL_TIMEOUT_S
+
+    def needs_approval(self, route: Route) -> bool:
+        """Must a person approve a call that matched `route` before it is sent? Decided
+        from the grant alone: nothing the guest sends is consulted."""
+        return route.method.upper() in self.approve_methods or route in self._approved_routes
+
+    @functools.cached_property
+    def _approved_routes(self) -> frozenset[Route]:
+        """The routes of entries marked `approve`, looked up once per call (a grant may
+        list a thousand entries; `entry_for` scans them)."""
+        return frozenset(e.route for e in self.entries if e.approve)
 
     @cached_property
     def route_index(self) -> RouteIndex:
@@ -328,6 +348,8 @@ def _build_profile(name: str, body: Any, base_dir: Path, env: Mapping[str, str])
         readable = response_header_patterns(body.get("response_headers"))
     except AllowError as e:
         raise _ProfileFault(str(e)) from None
+    approve_methods = _approve_methods(body.get("approve"))
+    approval_timeout_s = _approval_timeout(body.get("approval_timeout_s"))
     base_url = _string(body, "base_url")
     global_name = _string(body, "global") or "host"
     max_calls = body.get("max_calls", 0)
@@ -386,7 +408,38 @@ def _build_profile(name: str, body: Any, base_dir: Path, env: Mapping[str, str])
         base_url_overrides=overrides,
         headers=fixed_headers,
         response_headers=readable,
+        approve_methods=approve_methods,
+        approval_timeout_s=approval_timeout_s,
     )
+
+
+def _approve_methods(raw: Any) -> frozenset[str]:
+    """The profile's `approve`: true (every method), false, or a list of methods."""
+    if raw is None or raw is False:
+        return frozenset()
+    if raw is True:
+        return frozenset(GRANT_METHODS)
+    if not isinstance(raw, list) or not all(isinstance(m, str) for m in raw):
+        raise _ProfileFault('approve must be true, false or a list of methods ("POST")')
+    methods = [m.upper() for m in raw]
+    for method in methods:
+        if method not in GRANT_METHODS:
+            raise _ProfileFault(f"approve: {_quote(method)} is not a method a grant permits")
+    if len(set(methods)) != len(methods):
+        raise _ProfileFault("approve lists a method twice")
+    return frozenset(methods)
+
+
+def _approval_timeout(raw: Any) -> float:
+    if raw is None:
+        return DEFAULT_APPROVAL_TIMEOUT_S
+    if isinstance(raw, bool) or not isinstance(raw, int | float):
+        raise _ProfileFault("approval_timeout_s must be a number of seconds")
+    if not 1 <= raw <= MAX_APPROVAL_TIMEOUT_S:
+        raise _ProfileFault(
+            f"approval_timeout_s must be between 1 and {MAX_APPROVAL_TIMEOUT_S:g} seconds"
+        )
+    return float(raw)
 
 
 def _fixed_headers(

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from runtime.broker import connections, upstream
+from runtime.broker.approval import Approver, Gate, Held, Verdict, question_for
 from runtime.broker.breaker import PROBE_TIMEOUT_S
 from runtime.broker.breaker import Breaker as BackpressureBreaker
 from runtime.broker.calls import CallRefused
@@ -46,6 +47,8 @@ from runtime.broker.transport import DeadlineTransport
 from runtime.broker.upstream import MAX_RESPONSE_BODY, Failure, Fault, Upstream
 from runtime.contract import MAX_REQUEST_BODY_BYTES, HostReply, HostRequest
 from runtime.messages import (
+    MSG_APPROVAL_DECLINED,
+    MSG_APPROVAL_UNAVAILABLE,
     MSG_ENDED,
     MSG_UPSTREAM,
     MSG_UPSTREAM_BAD_RESPONSE,
@@ -56,6 +59,7 @@ from runtime.messages import (
     reply_text,
 )
 from runtime.refusals import RULES, guest_text
+from runtime.run_clock import RunClock
 from specgen.routes import Route
 
 #: Calls that may be in flight at once in one session.
@@ -110,6 +114,13 @@ class _Admitted:
     params: tuple[str, ...] = ()
     #: The approved plan: which response headers the reply may carry back.
     plan: Plan | None = None
+    #: How a person's approval went, for a call the grant holds (None: not held).
+    held: Held | None = None
+
+
+def _approval_of(call: _Admitted) -> tuple[str, str, float] | None:
+    held = call.held
+    return None if held is None else (held.verdict.value, held.channel, held.waited_s)
 
 
 def _answered(reply: HostReply) -> HostReply:
@@ -137,8 +148,15 @@ class Broker:
         caller: str | None = None,
         run_timeout_s: float | None = None,
         clock: Callable[[], float] = time.monotonic,
+        run_clock: RunClock | None = None,
+        approver: Approver | None = None,
     ) -> None:
         self._profile = profile
+        self._caller = caller or ""
+        #: The run's clock (runtime/run_clock.py): it stops while a call is held for
+        #: approval, and then gives the deadline instead of `deadline`.
+        self._run_clock = run_clock
+        self._gate = Gate(approver, profile.approval_timeout_s)
         credential = credential_for(profile, caller=caller, run_timeout_s=run_timeout_s)
         self._policy = Policy(profile, credential)
         self._caps = profile.route_caps.budget()
@@ -177,6 +195,9 @@ class Broker:
             decided = self._decide(call)
             if isinstance(decided, HostReply):
                 return decided
+            refused = self._hold(decided)
+            if refused is not None:
+                return refused
             return self._send(decided)
         finally:
             self._slots.release()
@@ -198,6 +219,11 @@ class Broker:
         return functools.partial(self._send_when_free, decided)
 
     def _send_when_free(self, call: _Admitted) -> HostReply:
+        # Asked before a slot is taken: a call waiting for a person holds no slot, so
+        # the run's other calls go on meanwhile.
+        refused = self._hold(call)
+        if refused is not None:
+            return refused
         while not self._slots.acquire(timeout=_SLOT_POLL_S):
             if self._ended or self._expired():
                 return self._cancel(call)
@@ -272,6 +298,62 @@ class Broker:
             self._open[admitted.seq] = admitted
         return admitted
 
+    def _hold(self, call: _Admitted) -> HostReply | None:
+        """For a route the grant holds: ask, with the run's clock stopped; None when the
+        call may go (approved), else the refusal, its row recorded.
+
+        Whether to ask is the grant's decision (`Profile.needs_approval` on the matched
+        entry) and the question is made of the built request, the object `_send` then
+        sends: nothing of the guest's call can mark it approved or change what is sent.
+        """
+        if not self._profile.needs_approval(call.route):
+            return None
+        plan = call.plan
+        if plan is None:  # never the case for an admitted call; fail closed if it were
+            self._cancel(call)
+            return refusal(403, MSG_APPROVAL_DECLINED)
+        question = question_for(
+            call.request,
+            profile=self._profile.name,
+            caller=self._caller,
+            method=call.route.method,
+            route=call.route.path,
+            path=plan.path,
+            query=plan.query,
+            headers=plan.headers,
+        )
+        key = (call.route.method.upper(), call.route.path)
+        if self._ended:
+            return self._cancel(call)
+        wanted = self._still_open
+        if self._run_clock is not None:
+            with self._run_clock.hold():
+                held = self._gate.decide(key, question, wanted)
+        else:
+            held = self._gate.decide(key, question, wanted)
+        call.held = held
+        if held.verdict is Verdict.APPROVED:
+            return None
+        if self._close_out(call):
+            self.trace.record(
+                call.route,
+                seq=call.seq,
+                params=call.params,
+                status=0,
+                delivered=False,
+                bytes_sent=0,
+                bytes_back=0,
+                latency_s=time.monotonic() - call.since,
+                failure=f"approval_{held.verdict.value}",
+                approval=(held.verdict.value, held.channel, held.waited_s),
+            )
+        if held.verdict is Verdict.UNAVAILABLE:
+            return refusal(403, MSG_APPROVAL_UNAVAILABLE)
+        return refusal(403, MSG_APPROVAL_DECLINED)
+
+    def _still_open(self) -> bool:
+        return not self._ended
+
     def _send(self, call: _Admitted) -> HostReply:
         """Send an admitted call and record its row (unless close() already did)."""
         if self._ended or self._expired():
@@ -303,6 +385,7 @@ class Broker:
                 bytes_back=len(up.body) if up is not None and delivered else 0,
                 latency_s=time.monotonic() - started,
                 failure=failure,
+                approval=_approval_of(call),
             )
         if up is None or failure is not None:
             status, text = FAILURE_REPLIES[failure or Failure.BAD_RESPONSE]
@@ -341,6 +424,7 @@ class Broker:
             bytes_back=0,
             latency_s=time.monotonic() - call.since,
             failure=Failure.CANCELLED,
+            approval=_approval_of(call),
         )
 
     def _probe(self) -> tuple[int, str | None]:
@@ -368,13 +452,18 @@ class Broker:
 
     # -- time -------------------------------------------------------------------------
 
+    def _run_deadline(self) -> float | None:
+        return self._run_clock.deadline() if self._run_clock is not None else self._deadline
+
     def _call_timeout(self) -> float:
-        if self._deadline is None:
+        deadline = self._run_deadline()
+        if deadline is None:
             return self._timeout_s
-        return max(0.001, min(self._timeout_s, self._deadline - time.monotonic()))
+        return max(0.001, min(self._timeout_s, deadline - time.monotonic()))
 
     def _expired(self) -> bool:
-        return self._deadline is not None and time.monotonic() >= self._deadline
+        deadline = self._run_deadline()
+        return deadline is not None and time.monotonic() >= deadline
 
     # -- lifetime ---------------------------------------------------------------------
 

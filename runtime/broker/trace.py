@@ -67,6 +67,12 @@ class TraceRow:
     #: Names of the query and header parameters the call sent (issue 8), never their
     #: values; omitted from the audit line when there are none.
     params: tuple[str, ...] = ()
+    #: For a call the grant held for a person's approval: approved, declined, timed_out
+    #: or unavailable (runtime.broker.approval.Verdict), the channel that asked, and how
+    #: long it waited. None for every other call, and then absent from the audit line.
+    approval: str | None = None
+    approval_channel: str | None = None
+    approval_wait_ms: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +109,8 @@ class TraceSnapshot:
     #: The broker's refusals in the order it made them, each with its rule
     #: (runtime.refusals.RULES), up to MAX_ROWS; denied and shed count them all.
     refused: tuple[RefusedCall, ...] = ()
+    #: Held calls by verdict ((verdict, count), sorted); empty when none was held.
+    approvals: tuple[tuple[str, int], ...] = ()
 
     def to_dict(self) -> dict[str, object]:
         record: dict[str, object] = {
@@ -118,6 +126,8 @@ class TraceSnapshot:
             # Only when > 0, as the reference's host_calls_shed: a run the breaker never
             # touched keeps the audit line it always had.
             record["shed"] = self.shed
+        if self.approvals:
+            record["approvals"] = dict(self.approvals)
         return record
 
 
@@ -134,6 +144,9 @@ def _row_dict(row: TraceRow) -> dict[str, object]:
         del out["params"]  # rows of calls without parameters read as they always did
     else:
         out["params"] = list(row.params)
+    if row.approval is None:
+        for key in ("approval", "approval_channel", "approval_wait_ms"):
+            del out[key]
     return out
 
 
@@ -149,6 +162,7 @@ class CallTrace:
         self._counts: dict[tuple[str, str], list[int]] = {}
         self._shed = 0
         self._refused: list[RefusedCall] = []
+        self._approvals: dict[str, int] = {}
 
     def deny(self, rule: str = "route_not_granted", route: Route | None = None) -> None:
         """Count a refused call under `rule`; `route` is the allow entry it matched, if any."""
@@ -190,6 +204,7 @@ class CallTrace:
         latency_s: float,
         seq: int | None = None,
         failure: str | None = None,
+        approval: tuple[str, str, float] | None = None,
     ) -> None:
         """Add a row for a call that went upstream; only the matched template is kept.
 
@@ -201,6 +216,8 @@ class CallTrace:
             if seq is None:
                 self._seq += 1
                 seq = self._seq
+            if approval is not None:
+                self._approvals[approval[0]] = self._approvals.get(approval[0], 0) + 1
             count = self._counts.setdefault((route.method.upper(), route.path), [0, 0])
             count[0] += 1
             count[1] += 1 if delivered else 0
@@ -219,6 +236,11 @@ class CallTrace:
                     latency_ms=round(latency_s * 1000.0, 3),
                     failure=str(failure) if failure is not None else None,
                     params=params,
+                    approval=approval[0] if approval is not None else None,
+                    approval_channel=approval[1] if approval is not None else None,
+                    approval_wait_ms=round(approval[2] * 1000.0, 3)
+                    if approval is not None
+                    else None,
                 )
             )
 
@@ -232,7 +254,13 @@ class CallTrace:
                 )
             )
             return TraceSnapshot(
-                rows, self._denied, self._dropped, routes, self._shed, tuple(self._refused)
+                rows,
+                self._denied,
+                self._dropped,
+                routes,
+                self._shed,
+                tuple(self._refused),
+                tuple(sorted(self._approvals.items())),
             )
 
 
@@ -272,11 +300,27 @@ def audit_line(
     return orjson.dumps(record).decode("utf-8")
 
 
+def _approval_cell(row: TraceRow) -> str:
+    if row.approval is None:
+        return ""
+    return f"{row.approval} ({row.approval_channel}, {(row.approval_wait_ms or 0) / 1000:.1f} s)"
+
+
 def format_table(snapshot: TraceSnapshot) -> str:
     """The trace as the text table `specgen run` prints on stderr."""
     lines = ["trace:"]
     if snapshot.rows:
-        header = ("#", "method", "route", "status", "delivered", "sent", "back", "ms", "failure")
+        header: tuple[str, ...] = (
+            "#",
+            "method",
+            "route",
+            "status",
+            "delivered",
+            "sent",
+            "back",
+            "ms",
+            "failure",
+        )
         body = [
             (
                 str(r.seq),
@@ -291,6 +335,12 @@ def format_table(snapshot: TraceSnapshot) -> str:
             )
             for r in snapshot.rows
         ]
+        if any(r.approval is not None for r in snapshot.rows):
+            # Held calls only: a run without approvals keeps the table it always had.
+            header = (*header, "approval")
+            body = [
+                (*cells, _approval_cell(r)) for cells, r in zip(body, snapshot.rows, strict=True)
+            ]
         widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
         for row in [header, *body]:
             lines.append(

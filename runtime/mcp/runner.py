@@ -16,6 +16,7 @@ from pathlib import Path
 import orjson
 
 from runtime import (
+    Approver,
     EngineError,
     GrantsError,
     Profile,
@@ -43,6 +44,9 @@ class Call:
     delivered: bool
     #: Why nothing was delivered (the trace row's failure), else None.
     failure: str | None = None
+    #: For a call the grant held for approval: approved, declined, timed_out or
+    #: unavailable (no one could be asked); None for every other call.
+    approval: str | None = None
 
 
 @dataclass(frozen=True)
@@ -156,8 +160,21 @@ class Grant:
         record[mark] = reason
         return orjson.dumps(record).decode("utf-8")
 
-    def run(self, code: str, trace_id: str | None = None) -> Run:
-        """Run `code` in a fresh sandbox through the grant. Blocking; thread-safe."""
+    @property
+    def holds_calls(self) -> bool:
+        """Does the grant hold any call for a person's approval?"""
+        p = self._profile
+        return bool(p.approve_methods) or any(e.approve for e in p.entries)
+
+    @property
+    def approval_timeout_s(self) -> float:
+        return self._profile.approval_timeout_s
+
+    def run(self, code: str, trace_id: str | None = None, approver: Approver | None = None) -> Run:
+        """Run `code` in a fresh sandbox through the grant. Blocking; thread-safe.
+
+        `approver` asks a person about the calls the grant holds (with a pool, from the
+        dispatching thread, on the worker's behalf); without one they are refused."""
         run = self._pool.run if self._pool is not None else run_profile
         outcome = run(
             code,
@@ -166,6 +183,7 @@ class Grant:
             timeout_s=self.timeout_s,
             memory_mb=self.memory_mb,
             trace_id=trace_id,
+            approver=approver,
         )
         result, trace = outcome.result, outcome.trace
         return Run(
@@ -177,7 +195,8 @@ class Grant:
             timed_out=result.timed_out,
             duration_s=result.duration_s,
             calls=tuple(
-                Call(r.seq, r.method, r.route, r.status, r.delivered, r.failure) for r in trace.rows
+                Call(r.seq, r.method, r.route, r.status, r.delivered, r.failure, r.approval)
+                for r in trace.rows
             ),
             denied=trace.denied,
             dropped=trace.dropped,

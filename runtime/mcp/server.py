@@ -20,6 +20,7 @@ also in its answer, so a model's transcript and the audit can be matched.
 """
 
 import contextlib
+import functools
 import ipaddress
 import itertools
 import logging
@@ -31,13 +32,14 @@ from dataclasses import dataclass
 from typing import Annotated
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from runtime.mcp import guard
+from runtime.mcp.approval import ElicitApprover, can_elicit
 from runtime.mcp.audit import AuditLog
 from runtime.mcp.runner import Grant, Run, engine_error
 from runtime.mcp.tools import Catalog, execute_answer
@@ -123,6 +125,7 @@ def build_server(prepared: Prepared, audit: AuditLog | None = None) -> MCPServer
         code: Annotated[
             str, Field(description="JavaScript to run; print results with console.log.")
         ],
+        ctx: Context,
     ) -> CallToolResult:
         nonlocal admitted
         trace_id = f"mcp-{tag}:{next(numbers)}"
@@ -142,12 +145,17 @@ def build_server(prepared: Prepared, audit: AuditLog | None = None) -> MCPServer
                 "try again when one has finished",
             )
         admitted += 1
+        # Held calls are asked of this request's client; one that cannot be asked gets
+        # them refused by the broker, with a hint saying how to enable approval.
+        approver = ElicitApprover(ctx) if grant.holds_calls and can_elicit(ctx) else None
         try:
-            return await run_one(code, trace_id)
+            return await run_one(code, trace_id, approver)
         finally:
             admitted -= 1
 
-    async def run_one(code: str, trace_id: str) -> CallToolResult:
+    async def run_one(
+        code: str, trace_id: str, approver: ElicitApprover | None = None
+    ) -> CallToolResult:
         try:
             await slots.acquire()
         except BaseException:  # cancelled while it waited: nothing ran
@@ -157,7 +165,14 @@ def build_server(prepared: Prepared, audit: AuditLog | None = None) -> MCPServer
             # Shielded: once a sandbox runs, its result and audit line are waited for
             # even if the client cancels the request (the thread cannot be stopped).
             with anyio.CancelScope(shield=True):
-                run: Run = await anyio.to_thread.run_sync(grant.run, code, trace_id)
+                # The approver only when there is one: a run of a grant that holds no
+                # call is the call it always was.
+                work = (
+                    functools.partial(grant.run, code, trace_id)
+                    if approver is None
+                    else functools.partial(grant.run, code, trace_id, approver=approver)
+                )
+                run: Run = await anyio.to_thread.run_sync(work)
         except engine_error() as exc:
             return refused(
                 trace_id, "engine", f"the sandbox cannot start: {str(exc).splitlines()[0]}"
@@ -178,6 +193,7 @@ def build_server(prepared: Prepared, audit: AuditLog | None = None) -> MCPServer
             timeout_s=grant.timeout_s,
             leaks=grant.leaks,
             trace_id=trace_id,
+            approval_timeout_s=grant.approval_timeout_s,
         )
         return _text(answer.text, answer.is_error)
 
@@ -211,6 +227,13 @@ def build_server(prepared: Prepared, audit: AuditLog | None = None) -> MCPServer
             "Returns JSON: exit_code, timed_out, stdout, stderr, truncated, calls (method, route "
             "template and status of each call sent upstream), denied (calls the broker refused) "
             "and hints (why calls failed), and trace_id, the id of the run's audit line."
+            + (
+                " Calls the grant holds for a person's approval wait for their answer "
+                "(asked through this client); such a call's entry in calls has approval: "
+                "approved, declined, timed_out or unavailable."
+                if grant.holds_calls
+                else ""
+            )
         ),
         annotations=ToolAnnotations(read_only_hint=False, open_world_hint=True),
         structured_output=False,

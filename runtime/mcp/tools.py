@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from runtime.mcp.runner import Run
+from runtime.mcp.runner import Call, Run
 from runtime.mcp.search import Index
 from runtime.refusals import NAMED_TEXTS, RULES
 from specgen.grant_view import Allowed, signature
@@ -42,10 +42,13 @@ def _named(rule: str, seen: str) -> list[str]:
     return list(dict.fromkeys(pattern.findall(seen))) if pattern is not None else []
 
 
-def hints(run: Run, max_calls: int, timeout_s: float) -> list[str]:
+def hints(
+    run: Run, max_calls: int, timeout_s: float, approval_timeout_s: float = 120.0
+) -> list[str]:
     """Why calls failed, in words a model can act on: one hint per refusal rule the
     broker recorded (runtime.refusals), naming the parameter when the guest's output
-    shows the refusal's text; then the trace's upstream outcomes. Never a secret."""
+    shows the refusal's text; then the calls held for a person's approval and the trace's
+    upstream outcomes. Never a secret."""
     seen = run.stdout + run.stderr
     out: list[str] = []
     for rule in dict.fromkeys(run.refused):
@@ -65,6 +68,23 @@ def hints(run: Run, max_calls: int, timeout_s: float) -> list[str]:
             "host-call limit, or an envelope too large or malformed)"
         )
     for call in run.calls:
+        if call.approval == "unavailable":
+            out.append(
+                f"approval needed: this grant sends {call.method} {call.route} only after a "
+                "person approves it, and no one could be asked: connect with an MCP client "
+                "that supports form elicitation (it declares the elicitation capability), or "
+                "have the operator run the code with `specgen run` on a terminal or with "
+                "--approve"
+            )
+        elif call.approval in ("declined", "timed_out"):
+            said = "said no" if call.approval == "declined" else "did not answer in time"
+            out.append(
+                f"approval declined: the person asked about {call.method} {call.route} {said} "
+                f"(each question waits at most {approval_timeout_s:g} s); the call was not sent"
+            )
+    for call in run.calls:
+        if call.approval is not None and call.approval != "approved":
+            continue  # held and not sent: said above
         if call.status == 0:
             out.append(
                 "a call was still in flight when the run ended and was cancelled (status 0); "
@@ -85,6 +105,18 @@ def hints(run: Run, max_calls: int, timeout_s: float) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def _call(c: Call) -> dict[str, object]:
+    out: dict[str, object] = {
+        "seq": c.seq,
+        "method": c.method,
+        "route": c.route,
+        "status": c.status,
+    }
+    if c.approval is not None:
+        out["approval"] = c.approval
+    return out
+
+
 @dataclass(frozen=True)
 class Answer:
     text: str
@@ -92,7 +124,13 @@ class Answer:
 
 
 def execute_answer(
-    run: Run, *, max_calls: int, timeout_s: float, leaks: object, trace_id: str | None = None
+    run: Run,
+    *,
+    max_calls: int,
+    timeout_s: float,
+    leaks: object,
+    trace_id: str | None = None,
+    approval_timeout_s: float = 120.0,
 ) -> Answer:
     """The execute tool's answer: one JSON object, bounded, with hints (and the run's
     trace id, the one on its audit line, when it has one)."""
@@ -113,12 +151,10 @@ def execute_answer(
         "stdout": stdout,
         "stderr": stderr,
         "truncated": truncated,
-        "calls": [
-            {"seq": c.seq, "method": c.method, "route": c.route, "status": c.status} for c in calls
-        ],
+        "calls": [_call(c) for c in calls],
         "calls_not_shown": len(run.calls) - len(calls) + run.dropped,
         "denied": run.denied,
-        "hints": hints(run, max_calls, timeout_s),
+        "hints": hints(run, max_calls, timeout_s, approval_timeout_s),
     }
     if trace_id is not None:
         record["trace_id"] = trace_id

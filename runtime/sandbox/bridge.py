@@ -32,9 +32,11 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import math
 import queue
 import re
 import struct
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -49,9 +51,11 @@ from runtime.messages import (
     MSG_NESTED,
     MSG_TOO_MANY_PENDING,
 )
+from runtime.run_clock import RunClock
 from runtime.sandbox import envelope as envelope_mod
 from runtime.sandbox import vm as qjs_vm
 from runtime.sandbox import wasi
+from runtime.sandbox.engine import EPOCH_TICK_S
 from specgen import media
 
 #: The largest reply body the bridge hands to the guest (reference 5.3, 6.2).
@@ -153,10 +157,20 @@ def _headers_json(headers: tuple[tuple[str, str], ...]) -> bytes:
 class Bridge:
     """Per-run host side of the host calls, started calls, and the rejection tracker."""
 
-    def __init__(self, handler: HostHandler | None, max_host_calls: int, deadline: float) -> None:
+    def __init__(
+        self,
+        handler: HostHandler | None,
+        max_host_calls: int,
+        deadline: float,
+        clock: RunClock | None = None,
+    ) -> None:
         self.handler = handler
         self.calls_left = max_host_calls
-        self.deadline = deadline
+        self._deadline = deadline
+        #: The run's clock when calls may be held for approval: its deadline moves while
+        #: a person is asked, and the guest's epoch deadline is moved with it.
+        self._clock = clock
+        self._held_seen = 0.0
         self.vm: qjs_vm.Vm | None = None
         self.depth = 0
         self.rejections: dict[int, tuple[int, int]] = {}
@@ -170,6 +184,29 @@ class Bridge:
         self._next_id = 0
         #: Calls refused here, before any handler saw them; the audit counts them denied.
         self.refused = 0
+
+    @property
+    def deadline(self) -> float:
+        """The run's end on the monotonic clock (later by the time calls were held)."""
+        return self._deadline if self._clock is None else self._clock.deadline()
+
+    def catch_up(self) -> None:
+        """Move the guest Store's epoch deadline by the time calls were held since the
+        last look, so a run resumes after a person answered instead of trapping at once.
+
+        Called only where the guest is not running (after a blocking call returns, after
+        the host waited for replies), so guest code that computes while a call is held
+        still meets its epoch deadline; once it waits, the deadline moves by the whole
+        time held, so overlapping work can gain at most that (each hold is bounded).
+        """
+        if self._clock is None or self.vm is None:
+            return
+        held = self._clock.held_s
+        if held <= self._held_seen:
+            return
+        self._held_seen = held
+        left = max(0.0, self._clock.deadline() - time.monotonic())
+        self.vm.store.set_epoch_deadline(max(1, math.ceil(left / EPOCH_TICK_S) + 1))
 
     def _refused(self, raw: bytes, payload: _Payload = None) -> HostReply | HostRequest:
         """The sandbox's own refusal of an envelope (or of the body beside it, already
@@ -199,7 +236,9 @@ class Bridge:
         if isinstance(decided, HostReply):
             return decided
         assert self.handler is not None
-        return _checked(functools.partial(self.handler, decided), self.deadline)
+        reply = _checked(functools.partial(self.handler, decided), self.deadline)
+        self.catch_up()
+        return reply
 
     # -- started calls ------------------------------------------------------------------
 

@@ -51,6 +51,7 @@ import wasmtime
 
 from runtime.contract import HostHandler
 from runtime.messages import MSG_GUEST_ABORTED, MSG_REJECTION_PREFIX, MSG_UNTRACKED_REJECTION
+from runtime.run_clock import RunClock
 from runtime.sandbox import guest, snapshot, thread_stack, wasi
 from runtime.sandbox import vm as qjs_vm
 from runtime.sandbox.bridge import (
@@ -249,6 +250,7 @@ def _step(vm: qjs_vm.Vm, bridge: Bridge, ctx: int) -> bool:
         vm.call("js_std_dump_error", ctx)
         raise _Exit(EXIT_ERROR)
     bridge.dispatch(guest_idle=r == -1)
+    bridge.catch_up()
     settled = False
     while (reply := bridge.next_reply(None)) is not None:
         settle(bridge, vm, ctx, reply)
@@ -260,6 +262,7 @@ def _step(vm: qjs_vm.Vm, bridge: Bridge, ctx: int) -> bool:
         if left <= 0:
             raise _TimedOut
         reply = bridge.next_reply(left if r < 0 else min(left, r / 1000))
+        bridge.catch_up()
         if reply is not None:
             settle(bridge, vm, ctx, reply)
         return True
@@ -363,14 +366,25 @@ def run(
     handler: HostHandler | None = None,
     limits: Limits = Limits(),  # frozen dataclass: safe as a default
     memory_probe: Callable[[bytes], None] | None = None,
+    clock: RunClock | None = None,
 ) -> RunResult:
     """Evaluate `code` in a fresh sandbox; see the module docstring for the guarantees.
 
     `memory_probe`, when given, receives a copy of the guest's whole linear memory at the
     end of the run (a test hook for key-confinement checks; costs a copy of the memory).
+    `clock`, when given, is the run's clock shared with the handler: its deadline (made
+    from `limits.timeout_s`) stops while the handler holds a call for a person's
+    approval (runtime/run_clock.py).
     """
     return thread_stack.call_with_enough_stack(
-        lambda: _run(code, grant=grant, handler=handler, limits=limits, memory_probe=memory_probe)
+        lambda: _run(
+            code,
+            grant=grant,
+            handler=handler,
+            limits=limits,
+            memory_probe=memory_probe,
+            clock=clock,
+        )
     )
 
 
@@ -381,6 +395,7 @@ def _run(
     handler: HostHandler | None,
     limits: Limits,
     memory_probe: Callable[[bytes], None] | None,
+    clock: RunClock | None = None,
 ) -> RunResult:
     limits = limits.normalised()
     eng = get_engine()
@@ -392,7 +407,7 @@ def _run(
     state = wasi.WasiState(output_bytes=limits.output_bytes, clock=limits.clock)
     start = time.monotonic()
     deadline = start + limits.timeout_s
-    bridge = Bridge(handler, limits.max_host_calls, deadline)
+    bridge = Bridge(handler, limits.max_host_calls, deadline, clock)
     state.extra = bridge
     exit_code, timed_out, internal = EXIT_OK, False, ""
     vm: qjs_vm.Vm | None = None

@@ -1,0 +1,113 @@
+"""The command line's ways of answering an approval: the terminal, or a fixed rule.
+
+`specgen run` asks on the controlling terminal (`/dev/tty`), never on stdin, which may
+be the guest's code or a pipe someone else writes; with no terminal there is nobody to
+ask, and the calls are refused. `--approve all|none|ROUTE...` replaces the question by
+a rule fixed before the run, for scripts and CI.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import time
+
+from runtime.broker.approval import Answer, Question
+from specgen.routes import RouteError, parse_route_line
+
+#: Longest answer line read from the terminal (bytes); more is a no.
+_MAX_ANSWER = 64
+_PROMPT = (
+    "approve? [y]es, [n]o, [a]ll calls of this route in this run (no answer in {t:.0f} s is no): "
+)
+
+
+class TerminalApprover:
+    """Asks on /dev/tty; `open()` is None when the process has no terminal."""
+
+    channel = "tty"
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    @classmethod
+    def open(cls, path: str = "/dev/tty") -> TerminalApprover | None:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_NOCTTY)
+        except OSError:
+            return None
+        if not os.isatty(fd):
+            os.close(fd)
+            return None
+        return cls(fd)
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+    def __call__(self, question: Question, timeout_s: float) -> Answer | None:
+        text = "\nspecgen: " + question.text().replace("\n", "\nspecgen: ") + "\n"
+        os.write(self._fd, (text + "specgen: " + _PROMPT.format(t=timeout_s)).encode())
+        line = self._read_line(timeout_s)
+        if line is None:
+            os.write(self._fd, b"\nspecgen: no answer: declined\n")
+            return None
+        word = line.strip().lower()
+        if word in ("y", "yes"):
+            return Answer.YES
+        if word in ("a", "all", "always"):
+            return Answer.ALWAYS
+        return Answer.NO
+
+    def _read_line(self, timeout_s: float) -> str | None:
+        """One line typed within `timeout_s`, or None (nothing is read past it)."""
+        end = time.monotonic() + timeout_s
+        got = b""
+        while b"\n" not in got and len(got) <= _MAX_ANSWER:
+            left = end - time.monotonic()
+            if left <= 0:
+                return None
+            ready, _, _ = select.select([self._fd], [], [], left)
+            if not ready:
+                return None
+            chunk = os.read(self._fd, _MAX_ANSWER)
+            if not chunk:
+                return None
+            got += chunk
+        return got.decode("utf-8", errors="replace")
+
+
+class FixedApprover:
+    """`--approve`: yes to every call (`all`), to none, or to the listed routes only."""
+
+    channel = "flag"
+
+    def __init__(self, routes: frozenset[tuple[str, str]] | None) -> None:
+        #: None approves every route.
+        self._routes = routes
+
+    @classmethod
+    def parse(cls, values: tuple[str, ...]) -> FixedApprover:
+        """From the `--approve` values; ValueError (one line) for a value that is none
+        of `all`, `none` or a "METHOD /path" allow route."""
+        if values == ("all",):
+            return cls(None)
+        if values == ("none",):
+            return cls(frozenset())
+        routes: set[tuple[str, str]] = set()
+        for value in values:
+            if value in ("all", "none"):
+                raise ValueError(f"--approve {value} cannot be combined with other values")
+            try:
+                route = parse_route_line(value)
+            except RouteError as exc:
+                raise ValueError(f"--approve {value!r}: {exc}") from None
+            routes.add((route.method.upper(), route.path))
+        return cls(frozenset(routes))
+
+    def __call__(self, question: Question, timeout_s: float) -> Answer | None:
+        if self._routes is None or (question.method, question.route) in self._routes:
+            return Answer.YES
+        return Answer.NO
+
+
+__all__ = ["FixedApprover", "TerminalApprover"]
