@@ -137,11 +137,13 @@ def _unsigned(**claims: Any) -> str:
 
 async def _call(url: str, token: str, tool: str, args: dict[str, Any]) -> Any:
     headers = {"Authorization": f"Bearer {token}"}
-    async with httpx.AsyncClient(headers=headers, timeout=30) as http:
-        async with streamable_http_client(url, http_client=http) as (read, write, *_):
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                return await session.call_tool(tool, args)
+    async with (
+        httpx.AsyncClient(headers=headers, timeout=30) as http,
+        streamable_http_client(url, http_client=http) as (read, write, *_),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        return await session.call_tool(tool, args)
 
 
 def _text(result: Any) -> str:
