@@ -57,6 +57,13 @@ def _origin(text: str) -> str:
     return text
 
 
+def _wildcard(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        return False
+
+
 _HOST = re.compile(r"(?:[A-Za-z0-9.\-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?")
 
 
@@ -197,6 +204,11 @@ def mcp(
         _origin(origin)
     for host in hosts:
         _host(host)
+    if address is not None and not hosts and _wildcard(address[0]):
+        _refuse(
+            f"--http {http!r}: no client sends a wildcard address as its Host; "
+            "name the host clients use with --allow-host"
+        )
 
     from runtime.mcp.audit import AuditFileError, AuditLog
     from runtime.mcp.auth import AuthFileError, load_auth

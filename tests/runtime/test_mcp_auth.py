@@ -8,7 +8,9 @@ server reads; the claims are the ones RFC 9068 / the MCP authorization spec defi
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import hmac
 import json
 import os
 import re
@@ -68,11 +70,15 @@ def _auth_file(tmp: Path, audience: str) -> Path:
 
 @contextmanager
 def auth_server(
-    fake: FakeAgentMemory, tmp: Path, audit: Path, address: str = "127.0.0.1:0", *extra: str
+    fake: FakeAgentMemory,
+    tmp: Path,
+    audit: Path,
+    address: str = "127.0.0.1:0",
+    *extra: str,
+    auth: Path | None = None,
 ) -> Iterator[str]:
-    # The audience must be this server's URL, known only once a port is picked; tests
-    # mint for the fixed audience below and the server announces its own URL.
-    auth = _auth_file(tmp, AUDIENCE)
+    # The audience is the server's public URL (behind a proxy), not the loopback port.
+    auth = auth or _auth_file(tmp, AUDIENCE)
     proc = subprocess.Popen(
         [
             str(SPECGEN),
@@ -124,15 +130,30 @@ def _jwt(key: RSAKey = ISSUER_KEY, alg: str = "RS256", **claims: Any) -> str:
     return jwt.encode({"alg": alg, "kid": "k1"}, body, key)
 
 
-def _unsigned(**claims: Any) -> str:
-    import base64
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
-    def part(value: dict[str, Any]) -> str:
-        return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
 
-    now = int(time.time())
-    body = {"iss": ISSUER, "aud": AUDIENCE, "sub": CALLER, "exp": now + 300, **claims}
-    return f"{part({'alg': 'none', 'typ': 'JWT'})}.{part(body)}."
+def _part(value: dict[str, Any]) -> str:
+    return _b64(json.dumps(value).encode())
+
+
+def _claims() -> dict[str, Any]:
+    return {"iss": ISSUER, "aud": AUDIENCE, "sub": CALLER, "exp": int(time.time()) + 300}
+
+
+def _unsigned() -> str:
+    """alg "none": no signature at all (RFC 7519 section 6)."""
+    return f"{_part({'alg': 'none', 'typ': 'JWT'})}.{_part(_claims())}."
+
+
+def _hmac_with_public_key() -> str:
+    """HS256 keyed with the issuer's public key (PEM), which anyone may hold: the
+    algorithm confusion a verifier that trusts the header's alg falls for."""
+    signing_input = f"{_part({'alg': 'HS256', 'typ': 'JWT', 'kid': 'k1'})}.{_part(_claims())}"
+    secret = ISSUER_KEY.as_pem(private=False)
+    signature = hmac.new(secret, signing_input.encode(), hashlib.sha256).digest()
+    return f"{signing_input}.{_b64(signature)}"
 
 
 async def _call(url: str, token: str, tool: str, args: dict[str, Any]) -> Any:
@@ -167,6 +188,8 @@ def test_no_token_and_bad_tokens_get_401_with_resource_metadata(
         "other key": _jwt(key=STRANGER_KEY),
         "unsigned": _unsigned(),
         "no exp": _jwt(exp=None),
+        # HS256 keyed with the issuer's public key, which anyone has (algorithm confusion)
+        "hmac with the public key": _hmac_with_public_key(),
     }
     with auth_server(fake, tmp_path, tmp_path / "audit.jsonl") as url:
         init = {
@@ -247,6 +270,36 @@ def test_a_caller_the_profile_does_not_allow_is_refused(
         ("not-in-allowed-callers", "caller_refused"),
         ("mallory", "caller_refused"),
     ]
+
+
+def test_static_tokens_only_need_no_issuer_and_publish_no_metadata(
+    fake: FakeAgentMemory, tmp_path: Path
+) -> None:
+    path = tmp_path / "auth.json"
+    path.write_text(json.dumps({"bearer": [{"sha256": _sha(ALLOWED_TOKEN), "caller": CALLER}]}))
+    init = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"},
+        },
+    }
+    base = {"Accept": "application/json, text/event-stream"}
+    with auth_server(fake, tmp_path, tmp_path / "a.jsonl", "127.0.0.1:0", auth=path) as url:
+        refused = httpx.post(url, json=init, headers=base, timeout=30)
+        assert refused.status_code == 401
+        assert refused.headers["www-authenticate"].startswith('Bearer error="invalid_token"')
+        assert "resource_metadata" not in refused.headers["www-authenticate"]
+        origin = url.removesuffix("/mcp")
+        assert httpx.get(f"{origin}/.well-known/oauth-protected-resource/mcp").status_code == 404
+        with_token = base | {"Authorization": f"Bearer {ALLOWED_TOKEN}"}
+        assert httpx.post(url, json=init, headers=with_token, timeout=30).status_code == 200
+        # a JWT is no way in when the file configures none, however well signed
+        with_jwt = base | {"Authorization": f"Bearer {_jwt()}"}
+        assert httpx.post(url, json=init, headers=with_jwt, timeout=30).status_code == 401
 
 
 def test_non_loopback_bind_with_auth_checks_host(fake: FakeAgentMemory, tmp_path: Path) -> None:
@@ -340,6 +393,11 @@ def test_bad_auth_file_is_one_line_exit_1(tmp_path: Path, doc: Any, message: str
         (
             ["--http", "127.0.0.1:0"],
             "specgen: --caller is required (or --auth with --http, where each token names it)",
+        ),
+        (
+            ["--http", "0.0.0.0:8080", "--auth", "a.json"],
+            "specgen: --http '0.0.0.0:8080': no client sends a wildcard address as its Host;"
+            " name the host clients use with --allow-host",
         ),
         (
             ["--http", "127.0.0.1:0", "--auth", "a.json", "--allow-host", "a b"],
