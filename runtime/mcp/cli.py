@@ -1,7 +1,7 @@
 """`specgen mcp`: the click command, plugged into specgen through `specgen.commands`.
 
 Everything that can be refused (the grants file, the profile, the caller, the token
-variable, the document, the address) is refused before the server starts, as one
+variable, the document, the address, the auth file) is refused before the server starts, as one
 `specgen: ...` line and exit 1, so an MCP client's log shows why it could not connect.
 """
 
@@ -26,9 +26,9 @@ def _refuse(message: str) -> NoReturn:
     sys.exit(1)
 
 
-def _address(text: str) -> tuple[str, int]:
-    """HOST:PORT on a loopback address only: the server has no client authentication, so
-    anyone who can reach it can run code through the grant."""
+def _address(text: str, authenticated: bool) -> tuple[str, int]:
+    """HOST:PORT; a loopback address only without client authentication (--auth), since
+    anyone who can reach the server can then run code through the grant."""
     host, sep, port = text.rpartition(":")
     host = host.removeprefix("[").removesuffix("]")
     if not sep or not host or not port.isdigit() or int(port) > 65535:
@@ -37,10 +37,10 @@ def _address(text: str) -> tuple[str, int]:
         loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
     except ValueError:
         loopback = False
-    if not loopback:
+    if not loopback and not authenticated:
         _refuse(
             f"--http {text!r}: serve on a loopback address (127.0.0.1, ::1, localhost); "
-            "the server does not authenticate its clients"
+            "without --auth the server does not authenticate its clients"
         )
     return host, int(port)
 
@@ -57,6 +57,23 @@ def _origin(text: str) -> str:
     return text
 
 
+def _wildcard(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        return False
+
+
+_HOST = re.compile(r"(?:[A-Za-z0-9.\-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?")
+
+
+def _host(text: str) -> str:
+    """A Host header value: host[:port], compared as given."""
+    if not _HOST.fullmatch(text):
+        _refuse(f"--allow-host {text!r} must be HOST or HOST:PORT, as clients send it")
+    return text
+
+
 @click.command("mcp")
 @click.option(
     "--grants",
@@ -67,7 +84,10 @@ def _origin(text: str) -> str:
 )
 @click.option("--profile", "profile_name", required=True, help="The grant profile every run uses.")
 @click.option(
-    "--caller", required=True, help="Who runs code; must be in the profile's allowed_callers."
+    "--caller",
+    default=None,
+    help="Who runs code; must be in the profile's allowed_callers. Required without"
+    " --auth; with --auth each request's token names its caller.",
 )
 @click.option("--spec", required=True, help="The profile's OpenAPI document (types, search).")
 @click.option(
@@ -120,6 +140,24 @@ def _origin(text: str) -> str:
     help="With --http: a browser origin (scheme://host:port) whose requests are admitted;"
     " repeatable. By default a request with an Origin header is refused.",
 )
+@click.option(
+    "--auth",
+    "auth_file",
+    default=None,
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="FILE",
+    help="With --http: authenticate every client by bearer token (static tokens by SHA-256,"
+    " or JWTs checked against a JWKS file); the token names the caller. Any address may"
+    " then be bound.",
+)
+@click.option(
+    "--allow-host",
+    "hosts",
+    multiple=True,
+    metavar="HOST[:PORT]",
+    help="With --http: a Host header value admitted besides the bound address and port"
+    " (the name clients use through a proxy); repeatable.",
+)
 @workers_option(
     "Worker processes for the runs (default: one per core); 0 runs them on threads "
     "of the server's own process."
@@ -132,7 +170,7 @@ def _origin(text: str) -> str:
 def mcp(
     grants_file: Path,
     profile_name: str,
-    caller: str,
+    caller: str | None,
     spec: str,
     server_url: str | None,
     base_url: str | None,
@@ -141,6 +179,8 @@ def mcp(
     memory_mb: int,
     audit_file: Path | None,
     origins: tuple[str, ...],
+    auth_file: Path | None,
+    hosts: tuple[str, ...],
     workers: int | None,
     isolation: str | None,
 ) -> None:
@@ -149,17 +189,34 @@ def mcp(
         _refuse(f"--timeout {timeout_s:g} must be more than 0 and at most 30 seconds")
     if not 1 <= memory_mb <= 4096:
         _refuse(f"--memory-mb {memory_mb} must be between 1 and 4096")
-    address = _address(http) if http is not None else None
+    if auth_file is not None and http is None:
+        _refuse("--auth applies to --http only (stdio has one client, the one that started it)")
+    if auth_file is not None and caller is not None:
+        _refuse("--caller and --auth exclude each other: with --auth each token names its caller")
+    if auth_file is None and caller is None:
+        _refuse("--caller is required (or --auth with --http, where each token names it)")
+    address = _address(http, auth_file is not None) if http is not None else None
     if origins and address is None:
         _refuse("--allow-origin applies to --http only")
+    if hosts and address is None:
+        _refuse("--allow-host applies to --http only")
     for origin in origins:
         _origin(origin)
+    for host in hosts:
+        _host(host)
+    if address is not None and not hosts and _wildcard(address[0]):
+        _refuse(
+            f"--http {http!r}: no client sends a wildcard address as its Host; "
+            "name the host clients use with --allow-host"
+        )
 
     from runtime.mcp.audit import AuditFileError, AuditLog
+    from runtime.mcp.auth import AuthFileError, load_auth
     from runtime.mcp.runner import GrantError, open_grant
     from runtime.mcp.server import build_server, prepare, serve_http, serve_stdio
 
     try:
+        auth = load_auth(auth_file) if auth_file is not None else None
         grant = open_grant(
             grants_file,
             profile_name,
@@ -172,15 +229,15 @@ def mcp(
         )
         prepared = prepare(spec, grant, server_url)
         audit = AuditLog(audit_file)
-    except (GrantError, SpecError, AuditFileError) as exc:
+    except (GrantError, SpecError, AuditFileError, AuthFileError) as exc:
         _refuse(str(exc))
-    server = build_server(prepared, audit)
+    server = build_server(prepared, audit, auth)
     import anyio
 
     if address is None:
         anyio.run(serve_stdio, server)
         return
     try:
-        anyio.run(serve_http, server, *address, origins)
+        anyio.run(serve_http, server, *address, origins, hosts)
     except OSError as exc:
         _refuse(f"--http {http!r}: {exc.strerror or exc}")

@@ -68,12 +68,13 @@ class Run:
 
 
 class Grant:
-    """One selected profile, ready to run agent code for one caller."""
+    """One selected profile, ready to run agent code for its caller (the one named at
+    start-up, or with client authentication each request's authenticated caller)."""
 
     def __init__(
         self,
         profile: Profile,
-        caller: str,
+        caller: str | None,
         timeout_s: float,
         memory_mb: int,
         pool: RunPool | None = None,
@@ -136,6 +137,10 @@ class Grant:
             dict.fromkeys(h for e in self.allow for h in e.response_headers if h not in every)
         )
 
+    def allows(self, caller: str) -> bool:
+        """Is `caller` one of the profile's allowed_callers?"""
+        return self._profile.allows(caller)
+
     @property
     def max_calls(self) -> int:
         return self._profile.max_calls
@@ -150,7 +155,13 @@ class Grant:
         run's minted jwt never reaches the guest unreflected (the broker's reply check)."""
         return any(secret.reveal() in text for secret in self._secrets)
 
-    def not_run(self, trace_id: str | None, reason: str, mark: str = "not_run") -> str:
+    def not_run(
+        self,
+        trace_id: str | None,
+        reason: str,
+        mark: str = "not_run",
+        caller: str | None = None,
+    ) -> str:
         """The audit line of an execute with no run outcome: the same record as a run's,
         with no calls, and `mark` saying why (as the pool marks `worker_died`):
         `not_run` when it never reached a sandbox, `internal_error` (the fault's type
@@ -158,7 +169,7 @@ class Grant:
         trace (a call may have reached the API)."""
         record = orjson.loads(audit_line(self.name, TraceSnapshot((), 0, 0), trace_id))
         record[mark] = reason
-        return orjson.dumps(record).decode("utf-8")
+        return _with_caller(record, caller or self._caller)
 
     @property
     def holds_calls(self) -> bool:
@@ -170,16 +181,26 @@ class Grant:
     def approval_timeout_s(self) -> float:
         return self._profile.approval_timeout_s
 
-    def run(self, code: str, trace_id: str | None = None, approver: Approver | None = None) -> Run:
-        """Run `code` in a fresh sandbox through the grant. Blocking; thread-safe.
+    def run(
+        self,
+        code: str,
+        trace_id: str | None = None,
+        caller: str | None = None,
+        approver: Approver | None = None,
+    ) -> Run:
+        """Run `code` in a fresh sandbox through the grant for `caller` (default: the
+        one named at start-up). Blocking; thread-safe.
 
         `approver` asks a person about the calls the grant holds (with a pool, from the
         dispatching thread, on the worker's behalf); without one they are refused."""
+        who = caller or self._caller
+        if who is None:
+            raise GrantError("no caller to run for")
         run = self._pool.run if self._pool is not None else run_profile
         outcome = run(
             code,
             self._profile,
-            caller=self._caller,
+            caller=who,
             timeout_s=self.timeout_s,
             memory_mb=self.memory_mb,
             trace_id=trace_id,
@@ -200,15 +221,23 @@ class Grant:
             ),
             denied=trace.denied,
             dropped=trace.dropped,
-            audit=outcome.audit,
+            audit=_with_caller(orjson.loads(outcome.audit), who),
             refused=tuple(r.rule for r in trace.refused),
         )
+
+
+def _with_caller(record: dict[str, object], caller: str | None) -> str:
+    """The audit record with `caller` (who ran the code) right after `profile`."""
+    if caller is None:
+        return orjson.dumps(record).decode("utf-8")
+    first, *rest = record.items()
+    return orjson.dumps(dict([first, ("caller", caller), *rest])).decode("utf-8")
 
 
 def open_grant(
     grants_file: Path,
     profile_name: str,
-    caller: str,
+    caller: str | None,
     *,
     base_url: str | None = None,
     timeout_s: float = 5.0,
@@ -218,11 +247,17 @@ def open_grant(
 ) -> Grant:
     """Load and select the profile as `specgen run` does; GrantError with one line on a fault.
 
+    With `caller` None (client authentication: each request's token names its caller)
+    the profile is selected by name only; `Grant.allows` then decides each request.
     `isolation` is the runs' tier: worker by default when there are workers, process
     (this process's threads) when there are none; a tier that cannot start is refused.
     """
     try:
-        profile = load_grants(grants_file).select(profile_name, caller)
+        grants = load_grants(grants_file)
+        if caller is not None:
+            profile = grants.select(profile_name, caller)
+        else:
+            profile = _by_name(grants.profiles, profile_name)
         if base_url is not None:
             profile = profile.with_base_url(base_url)
     except GrantsError as exc:
@@ -235,6 +270,13 @@ def open_grant(
     except Refusal as exc:
         raise GrantError(exc.line) from None
     return Grant(profile, caller, timeout_s, memory_mb, pool)
+
+
+def _by_name(profiles: tuple[Profile, ...] | list[Profile], name: str) -> Profile:
+    for profile in profiles:
+        if profile.name == name:
+            return profile
+    raise GrantError(f"grant_profile {orjson.dumps(name).decode()} is not in the grants file")
 
 
 def engine_error() -> type[Exception]:

@@ -41,6 +41,7 @@ from pydantic import Field
 from runtime.mcp import guard
 from runtime.mcp.approval import ElicitApprover, can_elicit
 from runtime.mcp.audit import AuditLog
+from runtime.mcp.auth import AuthConfig, CallerVerifier, auth_settings, authenticated_caller
 from runtime.mcp.runner import Grant, Run, engine_error
 from runtime.mcp.tools import Catalog, execute_answer
 from specgen import build as pipeline
@@ -101,7 +102,16 @@ def _text(text: str, is_error: bool = False) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=is_error)
 
 
-def build_server(prepared: Prepared, audit: AuditLog | None = None) -> MCPServer:
+#: What a caller whose token the profile's allowed_callers lacks is told (nothing of the
+#: profile, the token or the list).
+CALLER_REFUSED = "refused: this grant is not available to the authenticated caller"
+
+
+def build_server(
+    prepared: Prepared, audit: AuditLog | None = None, auth: AuthConfig | None = None
+) -> MCPServer:
+    """The MCP server; with `auth`, every tool runs for the caller its request's token
+    names (runtime.mcp.auth) and refuses one the profile does not allow."""
     grant, catalog = prepared.grant, prepared.catalog
     audit = audit if audit is not None else AuditLog()
     g = grant.global_name
@@ -115,10 +125,19 @@ def build_server(prepared: Prepared, audit: AuditLog | None = None) -> MCPServer
         name="plimsoll-specgen",
         instructions=prepared.instructions,
         log_level="WARNING",
+        auth=auth_settings(auth) if auth is not None else None,
+        token_verifier=CallerVerifier(auth) if auth is not None else None,
     )
 
-    def refused(trace_id: str, reason: str, text: str) -> CallToolResult:
-        audit.write(grant.not_run(trace_id, reason))
+    def caller() -> str | None:
+        """The authenticated caller if the grant allows it ("" if not); None without auth."""
+        if auth is None:
+            return None
+        who = authenticated_caller()
+        return who if who is not None and grant.allows(who) else ""
+
+    def refused(trace_id: str, reason: str, text: str, who: str | None = None) -> CallToolResult:
+        audit.write(grant.not_run(trace_id, reason, caller=who))
         return _text(f"execute: {text}", is_error=True)
 
     async def execute(
@@ -129,6 +148,9 @@ def build_server(prepared: Prepared, audit: AuditLog | None = None) -> MCPServer
     ) -> CallToolResult:
         nonlocal admitted
         trace_id = f"mcp-{tag}:{next(numbers)}"
+        who = caller()
+        if who == "":
+            return refused(trace_id, "caller_refused", CALLER_REFUSED, authenticated_caller())
         if audit.failed:
             return _text(
                 "execute: refused: the server's audit file cannot be written, so no run "
@@ -136,30 +158,33 @@ def build_server(prepared: Prepared, audit: AuditLog | None = None) -> MCPServer
                 is_error=True,
             )
         if len(code) > MAX_CODE_CHARS:
-            return refused(trace_id, "code_too_large", f"code is over {MAX_CODE_CHARS} characters")
+            return refused(
+                trace_id, "code_too_large", f"code is over {MAX_CODE_CHARS} characters", who
+            )
         if admitted >= RUN_SLOTS + MAX_WAITING:
             return refused(
                 trace_id,
                 "busy",
                 f"server busy: {RUN_SLOTS} runs going and {MAX_WAITING} waiting; "
                 "try again when one has finished",
+                who,
             )
         admitted += 1
         # Held calls are asked of this request's client; one that cannot be asked gets
         # them refused by the broker, with a hint saying how to enable approval.
         approver = ElicitApprover(ctx) if grant.holds_calls and can_elicit(ctx) else None
         try:
-            return await run_one(code, trace_id, approver)
+            return await run_one(code, trace_id, who, approver)
         finally:
             admitted -= 1
 
     async def run_one(
-        code: str, trace_id: str, approver: ElicitApprover | None = None
+        code: str, trace_id: str, who: str | None, approver: ElicitApprover | None = None
     ) -> CallToolResult:
         try:
             await slots.acquire()
         except BaseException:  # cancelled while it waited: nothing ran
-            audit.write(grant.not_run(trace_id, "cancelled"))
+            audit.write(grant.not_run(trace_id, "cancelled", caller=who))
             raise
         try:
             # Shielded: once a sandbox runs, its result and audit line are waited for
@@ -168,18 +193,20 @@ def build_server(prepared: Prepared, audit: AuditLog | None = None) -> MCPServer
                 # The approver only when there is one: a run of a grant that holds no
                 # call is the call it always was.
                 work = (
-                    functools.partial(grant.run, code, trace_id)
+                    functools.partial(grant.run, code, trace_id, who)
                     if approver is None
-                    else functools.partial(grant.run, code, trace_id, approver=approver)
+                    else functools.partial(grant.run, code, trace_id, who, approver=approver)
                 )
                 run: Run = await anyio.to_thread.run_sync(work)
         except engine_error() as exc:
             return refused(
-                trace_id, "engine", f"the sandbox cannot start: {str(exc).splitlines()[0]}"
+                trace_id, "engine", f"the sandbox cannot start: {str(exc).splitlines()[0]}", who
             )
         except Exception as exc:  # never raise out of a tool; never show internals
             log.exception("execute failed")
-            audit.write(grant.not_run(trace_id, type(exc).__name__, mark="internal_error"))
+            audit.write(
+                grant.not_run(trace_id, type(exc).__name__, mark="internal_error", caller=who)
+            )
             return _text(
                 f"execute: internal error ({type(exc).__name__}); the run did not finish",
                 is_error=True,
@@ -200,12 +227,16 @@ def build_server(prepared: Prepared, audit: AuditLog | None = None) -> MCPServer
     async def search(
         query: Annotated[str, Field(description="Words for what the code needs to do.")],
         limit: Annotated[int, Field(ge=1, le=MAX_SEARCH_HITS)] = 8,
-    ) -> str:
-        return catalog.search(query, limit)
+    ) -> CallToolResult:
+        if caller() == "":
+            return _text(f"search: {CALLER_REFUSED}", is_error=True)
+        return _text(catalog.search(query, limit))
 
     async def describe(
         operation: Annotated[str, Field(description=f"A method name from search, e.g. {g}.name.")],
     ) -> CallToolResult:
+        if caller() == "":
+            return _text(f"describe: {CALLER_REFUSED}", is_error=True)
         text = catalog.describe(operation)
         if text is None:
             return _text(
@@ -263,23 +294,27 @@ def build_server(prepared: Prepared, audit: AuditLog | None = None) -> MCPServer
 
 
 def security_settings(
-    host: str, bound: tuple[str, int], origins: Sequence[str] = ()
+    host: str, bound: tuple[str, int], origins: Sequence[str] = (), hosts: Sequence[str] = ()
 ) -> TransportSecuritySettings:
     """DNS rebinding protection for the address we serve on, whatever its spelling.
 
     The SDK turns its own on only for the host strings `127.0.0.1`, `localhost` and
     `::1`, and then admits any port on any of them; here the Host header must name the
     bound address and port (as given, or the address it resolved to), and a request
-    carrying an Origin header is refused unless that origin was configured.
+    carrying an Origin header is refused unless that origin was configured. `hosts` are
+    further Host values admitted as given (`--allow-host`: the name clients reach the
+    server by through the operator's proxy).
     """
     address, port = bound
     names = {host, address}
     for name in list(names):
         with contextlib.suppress(ValueError):
             names.add(ipaddress.ip_address(name).compressed)
-    hosts = sorted(f"[{n}]:{port}" if ":" in n else f"{n}:{port}" for n in names)
+    bound_hosts = {f"[{n}]:{port}" if ":" in n else f"{n}:{port}" for n in names}
     return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=list(origins)
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=sorted(bound_hosts | set(hosts)),
+        allowed_origins=list(origins),
     )
 
 
@@ -301,12 +336,16 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def http_app(
-    server: MCPServer, host: str, sock: socket.socket, origins: Sequence[str] = ()
+    server: MCPServer,
+    host: str,
+    sock: socket.socket,
+    origins: Sequence[str] = (),
+    hosts: Sequence[str] = (),
 ) -> guard.HttpGuard:
     """The SDK's streamable HTTP app with our bounds, behind `guard.HttpGuard`."""
     address, port = sock.getsockname()[:2]
     app = server.streamable_http_app(
-        transport_security=security_settings(host, (address, port), origins),
+        transport_security=security_settings(host, (address, port), origins, hosts),
         max_request_body_size=guard.MAX_MESSAGE_BYTES,
         session_idle_timeout=guard.SESSION_IDLE_S,
         # guard.HttpGuard makes room at MAX_SESSIONS; the SDK's own cap is the backstop.
@@ -315,13 +354,19 @@ def http_app(
     return guard.HttpGuard(app)
 
 
-async def serve_http(server: MCPServer, host: str, port: int, origins: Sequence[str] = ()) -> None:
+async def serve_http(
+    server: MCPServer,
+    host: str,
+    port: int,
+    origins: Sequence[str] = (),
+    hosts: Sequence[str] = (),
+) -> None:
     """Streamable HTTP on host:port (0 picks a free port); says the URL once listening."""
     import uvicorn
 
     sock = bind(host, port)
     config = uvicorn.Config(
-        http_app(server, host, sock, origins),
+        http_app(server, host, sock, origins, hosts),
         log_level="warning",
         lifespan="on",
         # Connections and requests in flight at once, over all clients (503 past it).

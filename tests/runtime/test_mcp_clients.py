@@ -280,7 +280,7 @@ def test_a_long_run_does_not_block_the_server(fake: FakeAgentMemory) -> None:
         (
             ["--http", "0.0.0.0:8080"],
             "specgen: --http '0.0.0.0:8080': serve on a loopback address (127.0.0.1, ::1, "
-            "localhost); the server does not authenticate its clients",
+            "localhost); without --auth the server does not authenticate its clients",
         ),
         (["--timeout", "99"], "specgen: --timeout 99 must be more than 0 and at most 30 seconds"),
     ],

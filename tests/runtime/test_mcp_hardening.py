@@ -166,7 +166,7 @@ class Held:
         self.entered = 0
         self._lock = threading.Lock()
 
-    def __call__(self, code: str, trace_id: str | None = None) -> Run:
+    def __call__(self, code: str, trace_id: str | None = None, caller: str | None = None) -> Run:
         with self._lock:
             self.entered += 1
         assert self.release.wait(60), "the test never let the run go"
@@ -285,7 +285,7 @@ def test_executes_past_the_queue_are_refused_at_once(
 def test_a_run_that_crashes_the_host_is_still_on_the_record(
     grant: Grant, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    def crash(code: str, trace_id: str | None = None) -> Run:
+    def crash(code: str, trace_id: str | None = None, caller: str | None = None) -> Run:
         raise RuntimeError("planted fault with a detail the client must not see")
 
     monkeypatch.setattr(grant, "run", crash)
