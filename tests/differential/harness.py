@@ -108,11 +108,6 @@ BY_DESIGN = {
 #: each with the reason. The suite checks that each still differs, so a fixed one must
 #: leave this list.
 KNOWN_DIFFERENCES: dict[str, str] = {
-    "str_print_nul": (
-        "QuickJS's console.log and print write each argument as a C string, so a string "
-        "is cut at its first NUL (std.out.puts writes it whole); node writes it whole. "
-        "Only a console.log of the sandbox's own, or a rebuilt engine, would change it"
-    ),
     "regex_legacy_statics": "QuickJS has no legacy RegExp.$1..$9 (Annex B, optional)",
     "misc_sort_boolean_comparator": (
         "a comparator returning a boolean is inconsistent, so the order is the engine's: "

@@ -81,18 +81,21 @@ static void write_value_line(JSContext *ctx, FILE *f, JSValueConst val)
 static JSValue glue_print(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
 {
     for (int i = 0; i < argc; i++) {
-        const char *s = JS_ToCString(ctx, argv[i]);
+        /* With its length, so a string holding NUL is written whole, as node writes it
+           (fputs would stop at the first NUL). */
+        size_t len = 0;
+        const char *s = JS_ToCStringLen(ctx, &len, argv[i]);
         if (!s && JS_IsObject(argv[i])) {
             /* an object whose toString throws still prints as [object Object] */
             JS_FreeValue(ctx, JS_GetException(ctx));
             JSValue t = JS_ToObjectString(ctx, argv[i]);
-            s = JS_ToCString(ctx, t);
+            s = JS_ToCStringLen(ctx, &len, t);
             JS_FreeValue(ctx, t);
         }
         if (i)
             fputc(' ', stdout);
         if (s) {
-            fputs(s, stdout);
+            fwrite(s, 1, len, stdout);
             JS_FreeCString(ctx, s);
         } else {
             JS_FreeValue(ctx, JS_GetException(ctx));
