@@ -75,9 +75,9 @@ def test_a_prototype_setter_neither_sees_nor_hides_the_reply_fields():
     assert r.stdout.strip() == "0 200 string"
 
 
-def _reply_from_str(vm: qjs_vm.Vm, ctx: int, status: int, body: bytes) -> int:
+def _reply_from_str(vm: qjs_vm.Vm, ctx: int, reply: HostReply) -> int:
     """The reply built in one JS_NewObjectFromStr call, the way that corrupted 0.15."""
-    text = vm.new_string(ctx, body)
+    status, text = reply.status, vm.new_string(ctx, reply.body)
     names = vm.constant(b"status\0body")
     props = vm.alloc(struct.pack("<II", names, names + 7), nul=False)
     values = vm.alloc(struct.pack("<qq", qjs_vm.js_int(status), text), nul=False)
