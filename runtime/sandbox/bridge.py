@@ -466,9 +466,21 @@ def _read_payload(vm: qjs_vm.Vm, ctx: int, argc: int, argv: int) -> _Payload:
             return _PAYLOAD_INVALID
         try:
             size = vm.u32(size_out)
-            return _PAYLOAD_TOO_LARGE if size > MAX_REQUEST_BODY_BYTES else vm.read(ptr, size)
+            if size > MAX_REQUEST_BODY_BYTES:
+                return _PAYLOAD_TOO_LARGE
+            text = vm.read(ptr, size)
         finally:
             vm.call("JS_FreeCString", ctx, ptr)
+        # The engine writes a lone surrogate as its three WTF-8 bytes (ED A0 80), which
+        # are not UTF-8: sent as text/plain; charset=utf-8 they would be a body that is
+        # not what its type says. The same string inside the envelope is refused by the
+        # broker; so is this one, here.
+        if not text.isascii():
+            try:
+                text.decode("utf-8")
+            except UnicodeDecodeError:
+                return _PAYLOAD_INVALID
+        return text
     if tag != qjs_vm.TAG_OBJECT:
         return _PAYLOAD_INVALID
     # The glue's, not JS_GetUint8Array: that one's count is stale for a view that tracks

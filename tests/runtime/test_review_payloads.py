@@ -42,6 +42,7 @@ def _run(tmp_path: Path, api: FakeAPI, code: str) -> list[list[object]]:
         "token": {"type": "static", "env": "API_TOKEN"},
         "allow": [
             {"route": "PUT /v1/blob", "body": ["application/octet-stream"]},
+            {"route": "PUT /v1/text", "body": ["text/plain"]},
             "GET /v1/items/*",
         ],
         "preamble": PREAMBLE,
@@ -164,3 +165,29 @@ def test_other_buffers_and_views_are_refused_or_sent_exactly(tmp_path: Path, api
         ["one byte over the cap", 413, None],
     ]
     assert [len(seen.body) for seen in api.requests] == [6, 5, 3, 4]
+
+
+def test_a_text_payload_that_is_not_unicode_is_refused_as_it_is_in_the_envelope(
+    tmp_path: Path, api: FakeAPI
+) -> None:
+    """A string with a lone surrogate left as its WTF-8 bytes (ED A0 80) and went out
+    as `text/plain; charset=utf-8`, which those bytes are not; the same string inside
+    the envelope is refused by the broker. Well-formed text goes out as UTF-8."""
+    rows = _run(
+        tmp_path,
+        api,
+        """
+        const text = JSON.stringify({method: "PUT", route: "/v1/text", type: "text/plain"});
+        await sent("a lone high surrogate", "a\\uD800b", text);
+        await sent("a lone low surrogate", "\\uDC00", text);
+        await sent("a surrogate pair", "\\uD83D\\uDE00", text);
+        await sent("NUL and non-ASCII", "\\u0000\\u00e9", text);
+        """,
+    )
+    assert rows == [
+        ["a lone high surrogate", 400, None],
+        ["a lone low surrogate", 400, None],
+        ["a surrogate pair", 200, {"len": 4, "hex": "f09f9880"}],
+        ["NUL and non-ASCII", 200, {"len": 3, "hex": "00c3a9"}],
+    ]
+    assert [seen.body for seen in api.requests] == [b"\xf0\x9f\x98\x80", b"\x00\xc3\xa9"]
