@@ -116,7 +116,10 @@ def read_trusted(path: Path, *, private: bool = False) -> bytes | None:
     try:
         if not _ours(os.fstat(folder), uid):
             return None
-        fd = os.open(path.name, flags | os.O_NOFOLLOW, dir_fd=folder)
+        # O_NONBLOCK: opening a FIFO planted under the entry's name (a restored cache can
+        # hold one) would wait forever for a writer; so it returns at once and the
+        # regular-file check below refuses it. A regular file reads as it always does.
+        fd = os.open(path.name, flags | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
         with open(fd, "rb") as entry:
             st = os.fstat(entry.fileno())
             if not stat.S_ISREG(st.st_mode) or not _ours(st, uid, mask):

@@ -9,7 +9,9 @@ and held without a total, and stdin lines of any length. Here:
   answered at once with a JSON-RPC error (ids are unique per session), and past
   MAX_IN_FLIGHT a request is refused the same way. A cancelled request frees its id
   (MCP never answers one).
-- `HttpGuard` (ASGI, in front of the SDK's app) reads each POST body itself, at most
+- `HttpGuard` (ASGI, in front of the SDK's app) first refuses what the SDK's Host and
+  Origin check refuses (with the same settings), so a rebinding or cross-origin request
+  never reaches the bookkeeping below; then it reads each POST body itself, at most
   MAX_MESSAGE_BYTES of it (413 past that), counts every body held by a request still
   being answered against MAX_HELD_BYTES (503 past that, before the body is parsed), and
   applies `InFlight` per session id. It also keeps the open sessions in use order: with
@@ -33,6 +35,7 @@ from typing import Any
 import anyio
 import anyio.abc
 import orjson
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.message import SessionMessage
 from mcp.types import (
@@ -42,6 +45,7 @@ from mcp.types import (
     JSONRPCRequest,
     JSONRPCResponse,
 )
+from starlette.requests import Request
 
 #: Bytes of one JSON-RPC message (an HTTP body, a stdin line): room for an execute's
 #: code at its limit of 1 Mi characters while they average under 4 bytes as JSON; code
@@ -222,11 +226,16 @@ class HttpGuard:
         self,
         app: ASGIApp,
         *,
+        security: TransportSecuritySettings | None = None,
         max_body: int | None = None,
         max_held: int | None = None,
         max_in_flight: int | None = None,
     ) -> None:
         self.app = app
+        #: The SDK's own Host/Origin check, with the settings the app was given, made
+        #: here first: a request the SDK would refuse (a page's cross-origin POST, a
+        #: rebinding Host) must not make this guard end a session or hold its body.
+        self.security = TransportSecurityMiddleware(security) if security is not None else None
         self.max_body = MAX_MESSAGE_BYTES if max_body is None else max_body
         self.max_held = MAX_HELD_BYTES if max_held is None else max_held
         self.max_in_flight = MAX_IN_FLIGHT if max_in_flight is None else max_in_flight
@@ -241,6 +250,11 @@ class HttpGuard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        if self.security is not None:
+            refused = await self.security.validate_request(Request(scope))
+            if refused is not None:
+                await refused(scope, receive, send)
+                return
         headers = {k.lower(): v for k, v in scope.get("headers", [])}
         session = headers.get(b"mcp-session-id", b"").decode("latin-1")
         if session in self.opened:

@@ -344,14 +344,15 @@ def http_app(
 ) -> guard.HttpGuard:
     """The SDK's streamable HTTP app with our bounds, behind `guard.HttpGuard`."""
     address, port = sock.getsockname()[:2]
+    security = security_settings(host, (address, port), origins, hosts)
     app = server.streamable_http_app(
-        transport_security=security_settings(host, (address, port), origins, hosts),
+        transport_security=security,
         max_request_body_size=guard.MAX_MESSAGE_BYTES,
         session_idle_timeout=guard.SESSION_IDLE_S,
         # guard.HttpGuard makes room at MAX_SESSIONS; the SDK's own cap is the backstop.
         max_sessions=guard.MAX_SESSIONS + 16,
     )
-    return guard.HttpGuard(app)
+    return guard.HttpGuard(app, security=security)
 
 
 async def serve_http(

@@ -536,7 +536,9 @@ def _read_payload(vm: qjs_vm.Vm, ctx: int, argc: int, argv: int) -> _Payload:
             vm.call("JS_FreeCString", ctx, ptr)
     if tag != qjs_vm.TAG_OBJECT:
         return _PAYLOAD_INVALID
-    ptr = vm.call("JS_GetUint8Array", ctx, size_out, arg)
+    # The glue's, not JS_GetUint8Array: that one's count is stale for a view that tracks
+    # a resizable buffer, and read past the buffer's end after it shrank (host_glue.c).
+    ptr = vm.call("plimsoll_uint8_bytes", ctx, size_out, arg)
     if ptr == 0:  # not a Uint8Array, or its buffer is detached: a TypeError is pending
         vm.call("JS_FreeValue", ctx, vm.call("JS_GetException", ctx))
         return _PAYLOAD_INVALID

@@ -23,6 +23,7 @@ GLUE_EXPORTS = {
     "js_std_await",
     "js_std_dump_error",
     "js_module_set_import_meta",
+    "plimsoll_uint8_bytes",
 }
 #: Exactly what the module may import: the WASI calls runtime/sandbox/wasi.py answers
 #: (no file, environment or process call among them).

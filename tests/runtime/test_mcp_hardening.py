@@ -455,6 +455,35 @@ def test_a_full_session_table_ends_the_least_recently_used_idle_session(
     assert seen == {"new 0": 200, "new 1": 200, "new 2": 200, "idle": 404, "busy": 200}
 
 
+def test_a_request_the_sdk_refuses_neither_ends_a_session_nor_is_read(
+    grant: Grant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The guard made room for a new session before the SDK checked Host and Origin: a
+    web page's cross-origin POST (403) or a rebinding Host (421) each took an idle
+    session out of the guard's table (the SDK then refused the DELETE it replayed, so
+    the session lived on, uncounted), and enough of them let sessions pile up to the
+    SDK's own cap, where new clients get 503. Now such a request is refused first."""
+    monkeypatch.setattr(guard, "MAX_SESSIONS", 2)
+    seen: dict[str, int] = {}
+
+    async def main(url: str) -> None:
+        async with httpx.AsyncClient(timeout=30) as client:
+            oldest = await _session(client, url)
+            await _session(client, url)
+            for n, bad in enumerate(
+                [{"Origin": "http://attacker.example"}, {"Host": "attacker.example"}]
+            ):
+                hostile = await client.post(url, json=INIT, headers={**ACCEPT, **bad})
+                seen[f"hostile {n}"] = hostile.status_code
+            seen["new"] = (await client.post(url, json=INIT, headers=ACCEPT)).status_code
+            # the table was full: the new client's session ended the oldest idle one
+            seen["oldest"] = (await client.post(url, json=_ping(1), headers=oldest)).status_code
+
+    with live(grant, AuditLog(stderr_fd=os.open(os.devnull, os.O_WRONLY))) as url:
+        anyio.run(main, url)
+    assert seen == {"hostile 0": 403, "hostile 1": 421, "new": 200, "oldest": 404}
+
+
 # --- stdio (the real command) ------------------------------------------------------
 
 

@@ -699,6 +699,52 @@ static int glue_os_init(JSContext *ctx, JSModuleDef *m)
     return JS_SetModuleExportList(ctx, m, glue_os_funcs, countof(glue_os_funcs));
 }
 
+/* ---- bodies of bytes --------------------------------------------------------- */
+
+/* %TypedArray%.prototype's `byteLength` getter, taken in qjs_init before any guest code
+   runs, so a guest that redefines it (or gives its view an own `byteLength`) changes
+   nothing here. It is a C function of the engine's and runs no guest code. */
+static JSValue glue_byte_length_getter;
+
+/* The bytes of a Uint8Array the host is to send: a pointer into linear memory and their
+   count, or NULL (an exception pending) when `obj` is not a Uint8Array or its buffer is
+   detached or out of bounds. Not JS_GetUint8Array's count alone: for a view that tracks
+   a resizable ArrayBuffer's length (`new Uint8Array(rab)`) that is the length the view
+   had when it was made, so after `rab.resize(10)` the host read thousands of bytes past
+   the buffer's end (freed heap, sent upstream), and after a grow it sent too few. The
+   engine's own getter gives the view's length now. */
+EXPORT(plimsoll_uint8_bytes)
+uint8_t *plimsoll_uint8_bytes(JSContext *ctx, size_t *psize, JSValueConst obj)
+{
+    size_t made_with;
+    int64_t now;
+    uint8_t *ptr = JS_GetUint8Array(ctx, &made_with, obj);
+    *psize = 0;
+    if (!ptr)
+        return NULL;
+    JSValue len = JS_Call(ctx, glue_byte_length_getter, obj, 0, NULL);
+    if (JS_IsException(len))
+        return NULL;
+    if (!JS_IsNumber(len) || JS_ToInt64(ctx, &now, len) || now < 0) {
+        JS_FreeValue(ctx, len);
+        JS_ThrowTypeError(ctx, "not a Uint8Array");
+        return NULL;
+    }
+    *psize = (size_t)now;
+    return ptr;
+}
+
+static int capture_intrinsics(JSContext *ctx)
+{
+    static const char src[] =
+        "Object.getOwnPropertyDescriptor("
+        "Object.getPrototypeOf(Uint8Array.prototype), 'byteLength').get";
+    glue_byte_length_getter = JS_Eval(ctx, src, sizeof(src) - 1, "<glue>", JS_EVAL_TYPE_GLOBAL);
+    if (!JS_IsFunction(ctx, glue_byte_length_getter))
+        return -1;
+    return 0;
+}
+
 /* ---- modules and the context ---------------------------------------------------- */
 
 static JSModuleDef *glue_module_loader(JSContext *ctx, const char *name, void *opaque,
@@ -812,6 +858,8 @@ int qjs_init(void)
         return -1;
     JS_AddModuleExportList(glue_ctx, os_mod, glue_os_funcs, countof(glue_os_funcs));
     JS_SetModuleLoaderFunc2(glue_rt, NULL, glue_module_loader, NULL, NULL);
+    if (capture_intrinsics(glue_ctx))
+        return -1;
     return add_globals(glue_ctx);
 }
 
