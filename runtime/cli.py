@@ -257,6 +257,7 @@ def run(
                 timeout_s=timeout_s,
                 memory_mb=memory_mb,
                 trace_id=trace_id,
+                approver=approver,
             )
         _report(outcome, timeout_s, as_json)
         sys.exit(outcome.result.exit_code)

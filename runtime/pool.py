@@ -493,7 +493,7 @@ class RunPool:
             item = self._jobs.get()
             if item is None:
                 break
-            future, job, _approver = item  # an isolated run asks no one: see submit
+            future, job, approver = item
             if not future.set_running_or_notify_cancel():
                 continue
             if isinstance(engine, BaseException):
@@ -525,6 +525,7 @@ class RunPool:
                     limits=limits,
                     trace_id=options.get("trace_id"),
                     scan_memory_for=profile.token.reveal() if scan and profile.token else None,
+                    approver=approver,
                 )
             except BaseException as exc:
                 future.set_exception(exc)
@@ -557,7 +558,8 @@ class RunPool:
         """Queue one run; the arguments mean what they mean for `run_profile`, but for
         `scan_memory`: count the profile's own key in the guest's memory after the run
         (`run_profile`'s `scan_memory_for`, with the key the worker read itself).
-        `approver` stays in this process: the worker asks it over the pipe."""
+        `approver` stays in this process: a worker process asks it over the pipe, and on
+        an isolated tier the broker, in this process too, asks it directly."""
         job = job_args(
             code,
             profile,

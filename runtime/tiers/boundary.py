@@ -5,7 +5,12 @@ The broker, the grant and the key stay in this process; the engine process
 and asks for each host call over its pipe. This side decides each call with a fresh
 `Broker`, exactly as `session.run_with_grant` does in-process (a started call is
 decided on arrival, in the guest's order, and only sent on a thread), and keeps the
-trace. Whatever the engine process does (dies, is killed, stalls, sends a malformed
+trace. A call the grant holds for approval is asked here, of the approver the run was
+given (the broker and the approver are both in this process); while it is held, this
+side's `RunClock` stops, and each hold is told to the engine process (`hold`, then
+`release`) so the sandbox's clock there stops too. The engine cannot do the reverse:
+a `hold` from it is a protocol error, and this side ends the run by its own clock.
+Whatever the engine process does (dies, is killed, stalls, sends a malformed
 or oversized frame) the run ends with its audit line here, listing every call the
 broker admitted; the engine process is then killed and a new one started.
 """
@@ -20,7 +25,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -29,8 +34,10 @@ import httpx
 
 from runtime import sandbox
 from runtime.broker import Broker, Profile, audit_line
+from runtime.broker.approval import Approver
 from runtime.broker.handler import MAX_IN_FLIGHT
 from runtime.contract import HostReply
+from runtime.run_clock import RunClock
 from runtime.sandbox.bridge import MAX_PENDING_CALLS
 from runtime.session import _SANDBOX_CALL_HEADROOM, RunOutcome, _checked
 from runtime.tiers import launch, wire
@@ -156,6 +163,44 @@ def _safe(work: Callable[[], HostReply]) -> HostReply:
         return HostReply(status=500, body=b"")
 
 
+class _ToldClock(RunClock):
+    """The broker's run clock, each of whose holds the engine process is told of.
+
+    `hold` goes once the hold is open here and `release` just before it closes, so the
+    engine's clock stops for no longer than this one does; a frame that cannot be sent
+    (the engine stopped reading, or died) is dropped, and the engine then only runs out
+    of time sooner, never later.
+    """
+
+    def __init__(self, timeout_s: float, engine: EngineProcess) -> None:
+        super().__init__(timeout_s)
+        self._engine = engine
+
+    def _tell(self, kind: str) -> None:
+        with contextlib.suppress(OSError, wire.WireError):
+            self._engine.send({"t": kind})
+
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[None]:
+        with super().hold():
+            self._tell("hold")
+            try:
+                yield
+            finally:
+                self._tell("release")
+
+
+def _read(engine: EngineProcess, clock: RunClock, max_blob: int) -> tuple[dict[str, Any], bytes]:
+    """The engine's next frame, waited for until the run's deadline (this side's clock,
+    moved only by this side's holds) and a grace: a frame-less engine is given no more."""
+    while True:
+        try:
+            return engine.read(clock.deadline() + DONE_GRACE_S, max_blob=max_blob)
+        except wire.WireTimeout:
+            if clock.deadline() + DONE_GRACE_S <= time.monotonic():
+                raise
+
+
 def run_isolated(
     engine: EngineProcess,
     code: str,
@@ -166,12 +211,14 @@ def run_isolated(
     trace_id: str | None = None,
     transport: httpx.BaseTransport | None = None,
     scan_memory_for: str | None = None,
+    approver: Approver | None = None,
 ) -> RunOutcome:
     """`run_with_grant`, with the engine in `engine`'s process and the broker here.
 
     Raises only `Refusal`s for bad input, before the broker exists; every run that
     starts ends with an outcome and its audit line (which names the tier). After a run
     whose engine process failed, `engine.alive` is False: the caller starts another.
+    `approver` is asked about the calls the grant holds, here, as in-process.
     """
     if trace_id is not None:
         from runtime.broker import check_trace_id
@@ -188,12 +235,15 @@ def run_isolated(
     if not engine.alive:
         raise launch.IsolationError(f"--isolation {engine.tier}: the engine process has ended")
     deadline = time.monotonic() + limits.timeout_s
+    clock = _ToldClock(limits.timeout_s, engine)
     broker = Broker(
         profile,
         deadline=deadline,
         transport=transport,
         caller=caller,
         run_timeout_s=limits.timeout_s,
+        run_clock=clock,
+        approver=approver,
     )
     started = time.monotonic()
     senders: ThreadPoolExecutor | None = None
@@ -225,7 +275,7 @@ def run_isolated(
         )
         max_blob = (limits.memory_mb << 20) + (1 << 20) if probe else wire.MAX_BLOB_BYTES
         while result is None:
-            frame, blob = engine.read(deadline + DONE_GRACE_S, max_blob=max_blob)
+            frame, blob = _read(engine, clock, max_blob)
             kind, call_id = frame["t"], frame.get("id")
             if kind == "done":
                 result = wire.result_from(

@@ -13,6 +13,11 @@ end of its stdin/stdout:
 - `run` {code, grant, limits, probe}: run the code; each host call goes to the broker as
   a `call` (the guest blocked) or `start` (a promise) frame and waits for its `reply`;
   the run ends with `done` {result} (and the guest's memory, when `probe` asks for it);
+- `hold` / `release`, during a run: the broker began or ended holding a call for a
+  person's approval. The run's clock here (`RunClock`, read by the sandbox's Bridge)
+  stops between the two, as the broker's own does, so the time a person takes is not
+  counted against the run here either. Only the broker sends these: the engine has no
+  way to stop the broker's clock, which is the one that ends the run;
 - with `--test-escape-hook` only (tests start it so; no command line of specgen can):
   `escape` {source} runs Python source here, standing for an escape from QuickJS and
   wasmtime (arbitrary native code in this process), and answers `escaped` {result}.
@@ -23,6 +28,7 @@ at `sys.modules`): it can decide nothing, it can only ask.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import queue
@@ -34,7 +40,7 @@ from typing import Any
 
 from runtime import sandbox
 from runtime.contract import HostReply, HostRequest
-from runtime.sandbox.bridge import host_call_deadline
+from runtime.run_clock import RunClock
 from runtime.tiers import wire
 
 #: Engine side of the pipe: it reads what the broker sends, so its bounds are the run's.
@@ -58,6 +64,24 @@ class _Pipe:
         self._lock = threading.Lock()
         #: Frames other than replies, for the main loop.
         self.inbox: queue.SimpleQueue[tuple[dict[str, Any], bytes] | None] = queue.SimpleQueue()
+        #: The current run's clock, which the broker's `hold` and `release` frames stop
+        #: and restart; the holds they opened, innermost last.
+        self._clock: RunClock | None = None
+        self._holds: list[contextlib.AbstractContextManager[None]] = []
+
+    def begin_run(self, clock: RunClock) -> None:
+        with self._lock:
+            self._clock, self._holds = clock, []
+
+    def _hold(self, kind: str) -> None:
+        """Mirror one of the broker's holds on this run's clock (the reader thread)."""
+        with self._lock:
+            if kind == "hold" and self._clock is not None:
+                hold = self._clock.hold()
+                hold.__enter__()
+                self._holds.append(hold)
+            elif kind == "release" and self._holds:
+                self._holds.pop().__exit__(None, None, None)
 
     def send(self, header: dict[str, Any], blob: bytes = b"") -> None:
         """Write one frame, after every held one (in the order they were held)."""
@@ -89,6 +113,8 @@ class _Pipe:
                         waiter = self._waiting.pop(header.get("id"), None)
                     if waiter is not None:
                         waiter.put(wire.reply_from(header, blob))
+                elif header["t"] in ("hold", "release"):
+                    self._hold(header["t"])
                 else:
                     self.inbox.put((header, blob))
         except wire.WireError:
@@ -126,13 +152,21 @@ class PipeHandler:
     admitted and never sent, as in-process.
     """
 
-    def __init__(self, pipe: _Pipe, deadline: float) -> None:
+    def __init__(self, pipe: _Pipe, clock: RunClock) -> None:
         self._pipe = pipe
-        self._deadline = deadline
+        self._clock = clock
 
     def _wait(self, answer: queue.SimpleQueue[HostReply | None]) -> HostReply:
-        deadline = host_call_deadline() or self._deadline
-        reply = answer.get(timeout=max(0.0, deadline - time.monotonic()) + _REPLY_GRACE_S)
+        """The reply, waited for until the run's deadline (and a grace); the deadline is
+        looked at again when it passes, as a hold for approval may have moved it."""
+        while True:
+            left = self._clock.deadline() + _REPLY_GRACE_S - time.monotonic()
+            try:
+                reply = answer.get(timeout=max(0.0, left))
+                break
+            except queue.Empty:
+                if self._clock.deadline() + _REPLY_GRACE_S <= time.monotonic():
+                    raise
         if reply is None:
             raise ConnectionError("the broker is gone")
         return reply
@@ -173,13 +207,16 @@ def _run(pipe: _Pipe, frame: dict[str, Any]) -> None:
     grant = wire.grant_from(frame["grant"])
     limits = wire.limits_from(frame["limits"])
     memory: list[bytes] = []
-    handler = PipeHandler(pipe, time.monotonic() + limits.timeout_s)
+    clock = RunClock(limits.timeout_s)
+    pipe.begin_run(clock)
+    handler = PipeHandler(pipe, clock)
     result = sandbox.run(
         frame["code"],
         grant=grant,
         handler=handler,
         limits=limits,
         memory_probe=memory.append if frame.get("probe") else None,
+        clock=clock,
     )
     pipe.send({"t": "done", "result": wire.result_fields(result)}, memory[0] if memory else b"")
 

@@ -3,7 +3,10 @@
 The server is `build_server` over a real grant and the client the SDK's `Client`
 connected to it in process (legacy handshake, where the server can send the
 elicitation request); the API is a loopback fake, so what was sent is what it saw.
-Runs go through the pool's worker processes (the default) and through threads.
+Runs go through every way `specgen mcp` can run them: this process's threads
+(`--workers 0`), the pool's worker processes (`--isolation process`), and an engine
+process on the isolated tiers (`worker`, the default with workers, and `gvisor`),
+where the broker asks in this process and the engine's clock follows its holds.
 """
 
 from __future__ import annotations
@@ -63,6 +66,7 @@ def _server(
     workers: int,
     monkeypatch: pytest.MonkeyPatch,
     request: pytest.FixtureRequest,
+    isolation: str | None = None,
 ) -> Any:
     monkeypatch.setenv("MCP_APPROVAL_KEY", KEY)
     (tmp_path / "spec.json").write_text(json.dumps(SPEC), "utf-8")
@@ -73,7 +77,9 @@ def _server(
         "allow": [{"route": "POST /v1/items", "approve": True}],
     }
     (tmp_path / "grants.json").write_text(json.dumps({"profiles": {"p": grant}}), "utf-8")
-    opened = open_grant(tmp_path / "grants.json", "p", "agent", timeout_s=5.0, workers=workers)
+    opened = open_grant(
+        tmp_path / "grants.json", "p", "agent", timeout_s=5.0, workers=workers, isolation=isolation
+    )
     pool = opened._pool  # the server runs for the test's length; its workers must not outlive it
     if pool is not None:
         request.addfinalizer(pool.close)
@@ -108,16 +114,24 @@ class Person:
         return types.ElicitResult(action=self.action, content=self.content)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("workers", [1, 0])
+#: (workers, isolation) for each way a run can go: threads here, worker processes,
+#: an engine process on each isolated tier.
+EVERY_TIER = [(0, "process"), (1, "process"), (1, "worker"), (1, "gvisor")]
+POOLED_TIERS = [(1, "process"), (1, "worker")]
+
+
+@pytest.mark.parametrize(("workers", "isolation"), EVERY_TIER)
 def test_an_approved_post_reaches_the_api_with_exactly_the_previewed_body(
     tmp_path: Path,
     api: FakeAPI,
     monkeypatch: pytest.MonkeyPatch,
     workers: int,
+    isolation: str,
     request: pytest.FixtureRequest,
 ) -> None:
     person = Person(content={"approve": True})
-    answer = _execute(_server(tmp_path, api, workers, monkeypatch, request), POST, person)
+    server = _server(tmp_path, api, workers, monkeypatch, request, isolation)
+    answer = _execute(server, POST, person)
     assert answer["stdout"] == '{"ok":true}\n', answer
     [asked] = person.asked
     [seen] = api.requests
@@ -134,17 +148,25 @@ def test_an_approved_post_reaches_the_api_with_exactly_the_previewed_body(
     ]
 
 
+@pytest.mark.parametrize(("workers", "isolation"), POOLED_TIERS)
 def test_one_yes_for_the_whole_run_covers_a_loops_writes(
-    tmp_path: Path, api: FakeAPI, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+    tmp_path: Path,
+    api: FakeAPI,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+    workers: int,
+    isolation: str,
 ) -> None:
     person = Person(content={"approve": True, "whole_run": True})
     code = 'for (let i = 0; i < 3; i++) await host.post("/v1/items", {i}); console.log("ok")'
-    answer = _execute(_server(tmp_path, api, 1, monkeypatch, request), code, person)
+    server = _server(tmp_path, api, workers, monkeypatch, request, isolation)
+    answer = _execute(server, code, person)
     assert answer["stdout"] == "ok\n", answer
     assert len(person.asked) == 1
     assert [s.body for s in api.requests] == [b'{"i":0}', b'{"i":1}', b'{"i":2}']
 
 
+@pytest.mark.parametrize("isolation", ["process", "worker"])
 @pytest.mark.parametrize(
     ("action", "content"), [("decline", None), ("cancel", None), ("accept", {"approve": False})]
 )
@@ -155,32 +177,46 @@ def test_a_declined_post_never_reaches_the_api(
     request: pytest.FixtureRequest,
     action: str,
     content: dict[str, Any] | None,
+    isolation: str,
 ) -> None:
-    answer = _execute(
-        _server(tmp_path, api, 1, monkeypatch, request), POST, Person(action, content)
-    )
+    server = _server(tmp_path, api, 1, monkeypatch, request, isolation)
+    answer = _execute(server, POST, Person(action, content))
     assert answer["stdout"] == "host api 403: approval declined\n"
     assert api.requests == []
     assert answer["calls"][0]["approval"] == "declined"
     assert any(h.startswith("approval declined") for h in answer["hints"])
 
 
+@pytest.mark.parametrize(("workers", "isolation"), POOLED_TIERS)
 def test_an_approval_that_waits_10_s_in_a_5_s_run_still_completes(
-    tmp_path: Path, api: FakeAPI, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+    tmp_path: Path,
+    api: FakeAPI,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+    workers: int,
+    isolation: str,
 ) -> None:
+    server = _server(tmp_path, api, workers, monkeypatch, request, isolation)
     started = time.monotonic()
     person = Person(content={"approve": True}, delay_s=10.0)
-    answer = _execute(_server(tmp_path, api, 1, monkeypatch, request), POST, person)
+    answer = _execute(server, POST, person)
     assert time.monotonic() - started >= 10
     assert (answer["exit_code"], answer["timed_out"]) == (0, False), answer
     assert answer["stdout"] == '{"ok":true}\n'
     assert len(api.requests) == 1
 
 
+@pytest.mark.parametrize(("workers", "isolation"), POOLED_TIERS)
 def test_a_client_without_elicitation_gets_the_call_refused_with_a_hint(
-    tmp_path: Path, api: FakeAPI, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+    tmp_path: Path,
+    api: FakeAPI,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+    workers: int,
+    isolation: str,
 ) -> None:
-    answer = _execute(_server(tmp_path, api, 1, monkeypatch, request), POST, None)
+    server = _server(tmp_path, api, workers, monkeypatch, request, isolation)
+    answer = _execute(server, POST, None)
     assert answer["stdout"].startswith("host api 403: approval declined")
     assert api.requests == []
     assert answer["calls"][0]["approval"] == "unavailable"

@@ -84,13 +84,16 @@ def test_without_a_terminal_or_flag_a_held_call_is_refused_even_if_stdin_says_ye
     assert record["audit"]["calls"][0]["approval"] == "unavailable"
 
 
-def test_approve_all_sends_it(tmp_path: Path, api: FakeAPI) -> None:
-    done = _no_terminal([*_files(tmp_path, api), "--approve", "all"])
+@pytest.mark.parametrize("isolation", ["process", "worker"])
+def test_approve_all_sends_it(tmp_path: Path, api: FakeAPI, isolation: str) -> None:
+    # One file on the worker tier runs in an engine process; the flag is still the answer.
+    done = _no_terminal([*_files(tmp_path, api), "--approve", "all", "--isolation", isolation])
     record = json.loads(done.stdout)
     assert record["stdout"] == '{"ok":true}\n', done.stderr
     assert [(s.method, s.body) for s in api.requests] == [("POST", b'{"a":1}')]
     row = record["audit"]["calls"][0]
     assert (row["approval"], row["approval_channel"]) == ("approved", "flag")
+    assert record["audit"]["isolation"] == isolation
 
 
 @pytest.mark.parametrize(
