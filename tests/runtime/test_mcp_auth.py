@@ -471,3 +471,38 @@ def test_option_conflicts_are_one_line(extra: list[str], message: str) -> None:
     proc = _run_cli(*extra)
     assert proc.returncode == 1
     assert proc.stderr == message + "\n"
+
+
+def test_a_session_opened_by_one_caller_is_refused_to_another_callers_token(
+    fake: FakeAgentMemory, tmp_path: Path
+) -> None:
+    """The session id is no credential: a request carrying caller A's session id and
+    caller B's (valid) token is refused, and B's token never runs under A's session."""
+    with auth_server(fake, tmp_path, tmp_path / "a.jsonl") as url:
+        accept = {"Accept": "application/json, text/event-stream"}
+        init = {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"},
+            },
+        }
+        a = {**accept, "Authorization": f"Bearer {ALLOWED_TOKEN}"}
+        opened = httpx.post(url, json=init, headers=a, timeout=30)
+        assert opened.status_code == 200
+        session = opened.headers["mcp-session-id"]
+        listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+        for token in (OTHER_TOKEN, _jwt(sub="someone-else")):
+            b = {**accept, "Authorization": f"Bearer {token}", "mcp-session-id": session}
+            stolen = httpx.post(url, json=listing, headers=b, timeout=30)
+            assert stolen.status_code in (403, 404), (stolen.status_code, stolen.text[:200])
+            assert '"tools"' not in stolen.text
+        # The session still works for the caller that opened it.
+        notified = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        own = {**a, "mcp-session-id": session}
+        httpx.post(url, json=notified, headers=own, timeout=30)
+        mine = httpx.post(url, json=listing, headers=own, timeout=30)
+        assert mine.status_code == 200 and '"tools"' in mine.text
