@@ -322,6 +322,18 @@ HOSTILE_FRAMES = {
     # A `done` whose result is a list, not an object: refused as the protocol's breach,
     # not an exception out of the broker's loop that would leave the run without audit.
     "done not an object": "wire.encode({'t': 'done', 'result': [1]})",
+    # A `go` for a call id no `start` ever named.
+    "go never started": "wire.encode({'t': 'go', 'id': 424242})",
+    # Two started calls under one id: the second would replace the first's decision.
+    "id reused": "2 * wire.encode({'t': 'start', 'id': -5, 'method': 'GET',"
+    " 'path': '/v1/items/x', 'has_body': False, 'route': None, 'values': [], 'query': [],"
+    " 'headers': [], 'media_type': None})",
+    # A frame type only the broker sends.
+    "reply from the engine": "wire.encode({'t': 'reply', 'id': 1, 'status': 200})",
+    # A call id that is not an integer.
+    "string id": "wire.encode({'t': 'call', 'id': '1', 'method': 'GET', 'path': '/v1/x',"
+    " 'has_body': False, 'route': None, 'values': [], 'query': [], 'headers': [],"
+    " 'media_type': None})",
     # A started call whose object parameter holds a pair of three strings.
     "pair of three": "wire.encode({'t': 'start', 'id': 7, 'method': 'GET', 'path': '/v1/x',"
     " 'has_body': False, 'route': None, 'values': [], 'query': [['q', {'o': [['a', 'b', 'c']]}]],"
