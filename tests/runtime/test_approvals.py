@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import termios
 import threading
 import time
 from collections.abc import Iterator
@@ -29,6 +31,7 @@ from runtime import (
     run_with_grant,
     sandbox,
 )
+from runtime.approvers import TerminalApprover
 from runtime.broker.approval import PREVIEW_BYTES, escape
 from tests.runtime.loopback import FakeAPI
 
@@ -457,3 +460,35 @@ def test_a_run_that_ended_puts_no_waiting_question_to_the_person(
     assert [s.method for s in api.requests] == ["GET"]
     failures = [row["failure"] for row in audit(out)["calls"]]  # type: ignore[index, union-attr]
     assert failures == ["cancelled", "cancelled", None]
+
+
+def test_the_terminal_prompt_writes_no_escape_and_takes_only_a_plain_yes() -> None:
+    """On a real pseudo-terminal: a question with raw escapes in every field it came
+    with (as `from_dict` reads a pipe) reaches the screen escaped, and an answer that is
+    "y" plus an escape sequence, or a yes after a no on the same read, is a no."""
+    hostile = "\x1b[2J\x1b]0;t\x07\u202e\r"
+    raw = {
+        "profile": "p" + hostile, "caller": "c" + hostile, "method": "POST", "route": "/v1/items",
+        "path": "/v1/items" + hostile, "query": [["q", hostile]], "headers": [["h", hostile]],
+        "body_type": "text/plain" + hostile, "body_bytes": 3, "body_sha256": "ab",
+        "preview": hostile, "preview_truncated": False,
+    }  # fmt: skip
+    question = Question.from_dict(raw)
+    for typed, expected in (
+        (b"yes\n", Answer.YES),
+        (b"y\x1b[A\n", Answer.NO),
+        (b"n\ny\n", Answer.NO),
+    ):
+        main, side = os.openpty()
+        try:
+            mode = termios.tcgetattr(side)
+            mode[3] &= ~termios.ECHO  # what is shown is what the prompt wrote, no echo
+            termios.tcsetattr(side, termios.TCSANOW, mode)
+            os.write(main, typed)
+            answer = TerminalApprover(side)(question, 5.0)
+            shown = os.read(main, 1 << 16)
+        finally:
+            os.close(main)
+            os.close(side)
+        assert answer is expected, typed
+        assert b"\x1b" not in shown and b"\x07" not in shown and "\u202e".encode() not in shown
