@@ -80,9 +80,12 @@ class Question:
 
     def text(self) -> str:
         """The question as a person reads it: one field per line, values escaped."""
+        # Every field is escaped here, the preview too (escaping is idempotent: an
+        # escaped text has only printable characters), so a question read back with
+        # `from_dict` from another process's pipe cannot draw on the terminal either.
         lines = [
             f"approve this call? profile {escape(self.profile)}, caller {escape(self.caller)}",
-            f"  {self.method} {escape(self.route)}",
+            f"  {escape(self.method)} {escape(self.route)}",
             f"  path:  {escape(self.path)}",
         ]
         lines += [f"  query: {escape(n)}={escape(v)}" for n, v in self.query]
@@ -90,10 +93,10 @@ class Question:
         if self.body_bytes:
             lines.append(
                 f"  body:  {escape(self.body_type) or '(no type)'}, {self.body_bytes} bytes, "
-                f"sha256 {self.body_sha256}"
+                f"sha256 {escape(self.body_sha256)}"
             )
             more = f"  [first {PREVIEW_BYTES} bytes shown]" if self.preview_truncated else ""
-            lines.append(f"  {self.preview}{more}")
+            lines.append(f"  {escape(self.preview)}{more}")
         else:
             lines.append("  body:  none")
         return "\n".join(lines)

@@ -21,13 +21,19 @@ import anyio.lowlevel
 from mcp.server.mcpserver import AcceptedElicitation, Context
 from mcp.shared.exceptions import NoBackChannelError
 from mcp.types import ClientCapabilities, ElicitationCapability
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from runtime import Answer, CannotAsk, Question
 
 
 class Decision(BaseModel):
     """The form a person fills in (primitive fields only, as form elicitation allows)."""
+
+    # Strict: only JSON booleans count (lax validation takes "yes", "true" or 1 for an
+    # approval). An answer that is not the form's schema fails validation in the SDK,
+    # and the broker's gate counts a failing channel as a no. This is a comment, not
+    # the docstring, which the SDK sends to the client as the form's description.
+    model_config = ConfigDict(strict=True)
 
     approve: bool = Field(description="Send exactly this request")
     whole_run: bool = Field(

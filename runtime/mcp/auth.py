@@ -31,7 +31,7 @@ import hmac
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import orjson
 from joserfc import jwt
@@ -45,11 +45,28 @@ from mcp.server.auth.settings import AuthSettings
 MAX_FILE_BYTES = 1 << 20
 #: Characters of a presented token looked at; a longer one is refused unread.
 MAX_TOKEN_CHARS = 16 << 10
+#: Longest caller id a token may name: an id, not a document.
+MAX_CALLER_CHARS = 256
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _TOP_KEYS = {"bearer", "jwt"}
 _BEARER_KEYS = {"sha256", "caller"}
 _JWT_KEYS = {"jwks_file", "issuer", "audience", "caller_claim"}
 _REQUIRED_JWT_KEYS = ("jwks_file", "issuer", "audience")
+
+
+def plain_caller(value: object) -> TypeGuard[str]:
+    """Is `value` a caller id fit to match `allowed_callers`, name a run in the audit
+    record and appear in an approval question: a non-empty string of printable
+    characters (no controls, bidi or zero-width format characters, line separators),
+    no surrounding spaces, at most MAX_CALLER_CHARS. The claim comes from whoever the
+    identity provider lets choose it, so a terminal escape or a right-to-left override
+    in it is refused at the door, not escaped at every place it is shown."""
+    return (
+        isinstance(value, str)
+        and 0 < len(value) <= MAX_CALLER_CHARS
+        and value.isprintable()
+        and value == value.strip()
+    )
 
 
 class AuthFileError(ValueError):
@@ -120,7 +137,12 @@ def load_auth(path: Path) -> AuthConfig:
         digest = entry.get("sha256")
         if not isinstance(digest, str) or not _HEX64.fullmatch(digest):
             raise AuthFileError(f"{at}.sha256 must be 64 lowercase hex digits (a SHA-256)")
-        bearer.append((bytes.fromhex(digest), _text(entry.get("caller"), f"{at}.caller")))
+        caller = _text(entry.get("caller"), f"{at}.caller")
+        if not plain_caller(caller):
+            raise AuthFileError(
+                f"{at}.caller must be printable, at most {MAX_CALLER_CHARS} characters"
+            )
+        bearer.append((bytes.fromhex(digest), caller))
     if len({d for d, _ in bearer}) != len(bearer):
         raise AuthFileError(f"{where}: the same token digest is listed twice")
     rule = None
@@ -191,7 +213,7 @@ def _verify_jwt(token: str, rule: JwtRule) -> AccessToken | None:
     claims = decoded.claims
     caller = claims.get(rule.caller_claim)
     exp = claims.get("exp")
-    if not isinstance(caller, str) or not caller or not isinstance(exp, int):
+    if not plain_caller(caller) or not isinstance(exp, int) or isinstance(exp, bool):
         return None
     return AccessToken(
         token=token,

@@ -136,6 +136,15 @@ def _strings(value: Any, what: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _pair(value: Any, what: str) -> tuple[str, str]:
+    """Exactly two strings: a longer or shorter list is the peer's fault (WireError),
+    never a ValueError from unpacking that the broker would take for a dead engine."""
+    pair = _strings(value, what)
+    if len(pair) != 2:
+        raise WireError(f"{what} is not a pair")
+    return pair[0], pair[1]
+
+
 # -- host calls --------------------------------------------------------------------------
 
 
@@ -153,8 +162,7 @@ def _param_in(value: Any) -> ParamValue:
     if isinstance(value, dict) and set(value) == {"o"} and isinstance(value["o"], list):
         pairs = []
         for pair in value["o"]:
-            name, text = _strings(pair, "an object parameter's pair")
-            pairs.append((name, text))
+            pairs.append(_pair(pair, "an object parameter's pair"))
         return ObjectValue(tuple(pairs))
     raise WireError("a parameter value is not a string, list or object")
 
@@ -218,8 +226,7 @@ def reply_from(d: dict[str, Any], blob: bytes) -> HostReply:
         raise WireError("reply headers are not a list")
     pairs = []
     for pair in headers:
-        name, value = _strings(pair, "a reply header")
-        pairs.append((name, value))
+        pairs.append(_pair(pair, "a reply header"))
     return HostReply(
         status=_get(d, "status", int),
         body=blob,
@@ -247,7 +254,7 @@ def grant_from(d: dict[str, Any]) -> GuestGrant:
         raise WireError("allow is not a list")
     routes = []
     for entry in allow:
-        method, path = _strings(entry, "an allow entry")
+        method, path = _pair(entry, "an allow entry")
         routes.append(Route(path=path, method=method))
     return GuestGrant(
         global_name=_get(d, "global_name", str),
@@ -294,7 +301,11 @@ def result_fields(result: RunResult) -> dict[str, Any]:
 def result_from(d: dict[str, Any], *, output_bytes: int) -> RunResult:
     """A run's result as an engine process reports it, checked and bounded: the exit
     code is one byte's range (or the host's own codes), output no longer than the run's
-    limit allows, counts not negative."""
+    limit allows, counts not negative. Anything but an object is refused here, so a
+    forged `done` ends the run as a protocol error with its audit line, never with an
+    AttributeError out of the broker's loop."""
+    if not isinstance(d, dict):
+        raise WireError("the run's result is not an object")
     stdout, stderr = _get(d, "stdout", str), _get(d, "stderr", str)
     # The sandbox decodes each stream's capped bytes with errors="replace": at most one
     # character per byte.

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import termios
 import threading
 import time
 from collections.abc import Iterator
@@ -29,6 +31,7 @@ from runtime import (
     run_with_grant,
     sandbox,
 )
+from runtime.approvers import TerminalApprover
 from runtime.broker.approval import PREVIEW_BYTES, escape
 from tests.runtime.loopback import FakeAPI
 
@@ -144,6 +147,50 @@ def test_the_question_escapes_control_and_bidi_characters(tmp_path: Path, api: F
     assert "\\u001b[2J\\u202e" in text  # the JSON escapes, shown as the wire has them
     assert all(ch == "\n" or ch.isprintable() for ch in text)
     assert escape("a\x1b\u202e\u2028\n") == "a\\x1b\\u202e\\u2028\\n"
+
+
+def test_a_question_read_back_from_a_pipe_cannot_draw_on_the_terminal_either() -> None:
+    """A pool worker's question reaches the parent as plain data (`from_dict`); its
+    text escapes every field there, the preview and method included, and escaping
+    what was already escaped changes nothing."""
+    hostile = "\x1b[2J\x1b]0;pwned\x07\u202e\r\nspecgen: approve? "
+    raw = {
+        "profile": "p", "caller": "c", "method": "POST" + hostile, "route": "/v1/items",
+        "path": "/v1/items", "query": [], "headers": [], "body_type": "text/plain",
+        "body_bytes": 3, "body_sha256": "ab" + hostile, "preview": hostile,
+        "preview_truncated": False,
+    }  # fmt: skip
+    text = Question.from_dict(raw).text()
+    assert all(ch == "\n" or ch.isprintable() for ch in text), repr(text)
+    assert text.count("\n") == 4  # question, route, path, body: one line each
+    assert escape(escape(hostile)) == escape(hostile)
+
+
+def test_yes_for_the_rest_of_the_run_covers_other_path_values_of_the_route_template(
+    tmp_path: Path, api: FakeAPI
+) -> None:
+    """The scope of "all calls of this route" is the grant's route template (method
+    and allow path), not the path value the person saw: an "always" to deleting item
+    3 also deletes item 4 unasked, and nothing of another route."""
+    person = Person(Answer.ALWAYS, Answer.NO)
+    code = """
+    await host.del("/v1/items/3");
+    await host.del("/v1/items/4");
+    const p = await host.post("/v1/items", {a: 1}).catch(e => e.message.trim());
+    console.log(p);
+    """
+    out = run(tmp_path, api, code, person)
+    assert out.result.stdout == "host api 403: approval declined\n", out.result.stderr
+    assert [(q.route, q.path) for q in person.questions] == [
+        ("/v1/items/*", "/v1/items/3"),
+        ("/v1/items", "/v1/items"),
+    ]
+    assert [(s.method, s.path) for s in api.requests] == [
+        ("DELETE", "/v1/items/3"),
+        ("DELETE", "/v1/items/4"),
+    ]
+    channels = [row["approval_channel"] for row in audit(out)["calls"]]  # type: ignore[index, union-attr]
+    assert channels == ["test", "run", "test"]
 
 
 def test_a_declined_post_never_reaches_the_api_and_the_guest_reads_approval_declined(
@@ -413,3 +460,35 @@ def test_a_run_that_ended_puts_no_waiting_question_to_the_person(
     assert [s.method for s in api.requests] == ["GET"]
     failures = [row["failure"] for row in audit(out)["calls"]]  # type: ignore[index, union-attr]
     assert failures == ["cancelled", "cancelled", None]
+
+
+def test_the_terminal_prompt_writes_no_escape_and_takes_only_a_plain_yes() -> None:
+    """On a real pseudo-terminal: a question with raw escapes in every field it came
+    with (as `from_dict` reads a pipe) reaches the screen escaped, and an answer that is
+    "y" plus an escape sequence, or a yes after a no on the same read, is a no."""
+    hostile = "\x1b[2J\x1b]0;t\x07\u202e\r"
+    raw = {
+        "profile": "p" + hostile, "caller": "c" + hostile, "method": "POST", "route": "/v1/items",
+        "path": "/v1/items" + hostile, "query": [["q", hostile]], "headers": [["h", hostile]],
+        "body_type": "text/plain" + hostile, "body_bytes": 3, "body_sha256": "ab",
+        "preview": hostile, "preview_truncated": False,
+    }  # fmt: skip
+    question = Question.from_dict(raw)
+    for typed, expected in (
+        (b"yes\n", Answer.YES),
+        (b"y\x1b[A\n", Answer.NO),
+        (b"n\ny\n", Answer.NO),
+    ):
+        main, side = os.openpty()
+        try:
+            mode = termios.tcgetattr(side)
+            mode[3] &= ~termios.ECHO  # what is shown is what the prompt wrote, no echo
+            termios.tcsetattr(side, termios.TCSANOW, mode)
+            os.write(main, typed)
+            answer = TerminalApprover(side)(question, 5.0)
+            shown = os.read(main, 1 << 16)
+        finally:
+            os.close(main)
+            os.close(side)
+        assert answer is expected, typed
+        assert b"\x1b" not in shown and b"\x07" not in shown and "\u202e".encode() not in shown

@@ -319,6 +319,25 @@ HOSTILE_FRAMES = {
     "flood": "b''.join(wire.encode({'t': 'start', 'id': 10**6 + i, 'method': 'GET',"
     " 'path': '/v1/items/x', 'has_body': False, 'route': None, 'values': [], 'query': [],"
     " 'headers': [], 'media_type': None}) for i in range(10_001))",
+    # A `done` whose result is a list, not an object: refused as the protocol's breach,
+    # not an exception out of the broker's loop that would leave the run without audit.
+    "done not an object": "wire.encode({'t': 'done', 'result': [1]})",
+    # A `go` for a call id no `start` ever named.
+    "go never started": "wire.encode({'t': 'go', 'id': 424242})",
+    # Two started calls under one id: the second would replace the first's decision.
+    "id reused": "2 * wire.encode({'t': 'start', 'id': -5, 'method': 'GET',"
+    " 'path': '/v1/items/x', 'has_body': False, 'route': None, 'values': [], 'query': [],"
+    " 'headers': [], 'media_type': None})",
+    # A frame type only the broker sends.
+    "reply from the engine": "wire.encode({'t': 'reply', 'id': 1, 'status': 200})",
+    # A call id that is not an integer.
+    "string id": "wire.encode({'t': 'call', 'id': '1', 'method': 'GET', 'path': '/v1/x',"
+    " 'has_body': False, 'route': None, 'values': [], 'query': [], 'headers': [],"
+    " 'media_type': None})",
+    # A started call whose object parameter holds a pair of three strings.
+    "pair of three": "wire.encode({'t': 'start', 'id': 7, 'method': 'GET', 'path': '/v1/x',"
+    " 'has_body': False, 'route': None, 'values': [], 'query': [['q', {'o': [['a', 'b', 'c']]}]],"
+    " 'headers': [], 'media_type': None})",
 }
 
 
@@ -388,3 +407,20 @@ def test_every_frame_field_is_checked() -> None:
         wire.request_from({"method": "GET", "path": "/", "has_body": False}, b"body")
     with pytest.raises(wire.WireError):
         wire.result_from({"stdout": "x" * 11, "stderr": "", "exit_code": 0}, output_bytes=10)
+
+
+@pytest.mark.parametrize("result", [[1], "x", True, -1, 1.5])
+def test_a_result_that_is_not_an_object_is_a_wire_error(result: object) -> None:
+    with pytest.raises(wire.WireError):
+        wire.result_from(result, output_bytes=10)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("pair", [[], ["a"], ["a", "b", "c"]])
+def test_a_pair_of_other_than_two_strings_is_a_wire_error(pair: list[str]) -> None:
+    start = {"method": "GET", "path": "/", "has_body": False, "values": [], "headers": []}
+    with pytest.raises(wire.WireError):
+        wire.request_from({**start, "query": [["q", {"o": [pair]}]]}, b"")
+    with pytest.raises(wire.WireError):
+        wire.reply_from({"headers": [pair], "status": 200}, b"")
+    with pytest.raises(wire.WireError):
+        wire.grant_from({"allow": [pair], "global_name": "g", "preamble": ""})

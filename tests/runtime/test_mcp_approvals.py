@@ -187,6 +187,32 @@ def test_a_declined_post_never_reaches_the_api(
     assert any(h.startswith("approval declined") for h in answer["hints"])
 
 
+@pytest.mark.parametrize(
+    "content",
+    [
+        {"approve": "yes"},  # strings, numbers: not the form's boolean
+        {"approve": "true"},
+        {"approve": 1},
+        {"approve": [True]},
+        {"whole_run": True},  # no approve at all
+        {"approve": True, "whole_run": "yes"},  # a malformed form is no answer
+    ],
+)
+def test_an_accepted_answer_that_is_not_the_forms_booleans_is_a_no(
+    tmp_path: Path,
+    api: FakeAPI,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+    content: dict[str, Any],
+) -> None:
+    answer = _execute(
+        _server(tmp_path, api, 0, monkeypatch, request), POST, Person("accept", content)
+    )
+    assert answer["stdout"] == "host api 403: approval declined\n", answer
+    assert api.requests == []
+    assert answer["calls"][0]["approval"] == "declined"
+
+
 @pytest.mark.parametrize(("workers", "isolation"), POOLED_TIERS)
 def test_an_approval_that_waits_10_s_in_a_5_s_run_still_completes(
     tmp_path: Path,

@@ -31,6 +31,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from examples.memory_grant.fake import FakeAgentMemory
 from examples.memory_grant.runner import CALLER, GRANTS, PROFILE, TOKEN, TOKEN_ENV
+from runtime.mcp.auth import AuthFileError, CallerVerifier, load_auth
 from tests.runtime.test_mcp_clients import ROOT, SPEC, SPECGEN
 
 ALLOWED_TOKEN = "tok-allowed-0123456789"
@@ -128,6 +129,67 @@ def _jwt(key: RSAKey = ISSUER_KEY, alg: str = "RS256", **claims: Any) -> str:
     body.update(claims)
     body = {k: v for k, v in body.items() if v is not None}
     return jwt.encode({"alg": alg, "kid": "k1"}, body, key)
+
+
+def _verified(token: str, tmp: Path) -> str | None:
+    """The caller CallerVerifier finds in `token` under the test auth file, or None."""
+    verifier = CallerVerifier(load_auth(_auth_file(tmp, AUDIENCE)))
+    found = anyio.run(verifier.verify_token, token)
+    return found.client_id if found is not None else None
+
+
+@pytest.mark.parametrize(
+    "sub",
+    [
+        "alice\x1b[2J",  # a terminal escape: clears the screen of whoever reads it
+        "alice\nspecgen: approve? ",  # a second line, drawing a fake prompt
+        "eve\u202ealice",  # a right-to-left override: reads as another name
+        "ali\u200bce",  # a zero-width space: looks like an allowed caller
+        " alice",
+        "",
+        "a" * 257,
+        7,
+        True,
+        ["alice"],
+    ],
+)
+def test_a_caller_claim_that_is_not_a_plain_printable_id_is_refused(
+    sub: object, tmp_path: Path
+) -> None:
+    assert _verified(_jwt(sub=sub), tmp_path) is None
+
+
+def test_a_plain_caller_claim_and_an_audience_list_holding_ours_are_accepted(
+    tmp_path: Path,
+) -> None:
+    assert _verified(_jwt(), tmp_path) == CALLER
+    assert _verified(_jwt(aud=["https://other.test", AUDIENCE]), tmp_path) == CALLER
+    assert _verified(_jwt(sub="a" * 256), tmp_path) == "a" * 256
+
+
+@pytest.mark.parametrize(
+    "claims",
+    [
+        {"nbf": int(time.time()) + 600},  # not yet valid
+        {"iat": int(time.time()) + 600},  # issued in the future
+        {"exp": True},  # a boolean is no time
+        {"exp": str(int(time.time()) + 300)},
+        {"aud": AUDIENCE + "/"},
+        {"aud": ["https://other.test"]},
+        {"iss": [ISSUER]},
+    ],
+)
+def test_jwt_time_audience_and_issuer_tricks_are_refused(
+    claims: dict[str, Any], tmp_path: Path
+) -> None:
+    assert _verified(_jwt(**claims), tmp_path) is None
+
+
+def test_an_auth_file_caller_with_a_control_character_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "auth.json"
+    path.write_text(json.dumps({"bearer": [{"sha256": _sha("t"), "caller": "ops\x1b[2J"}]}))
+    with pytest.raises(AuthFileError, match="printable"):
+        load_auth(path)
 
 
 def _b64(data: bytes) -> str:
@@ -409,3 +471,38 @@ def test_option_conflicts_are_one_line(extra: list[str], message: str) -> None:
     proc = _run_cli(*extra)
     assert proc.returncode == 1
     assert proc.stderr == message + "\n"
+
+
+def test_a_session_opened_by_one_caller_is_refused_to_another_callers_token(
+    fake: FakeAgentMemory, tmp_path: Path
+) -> None:
+    """The session id is no credential: a request carrying caller A's session id and
+    caller B's (valid) token is refused, and B's token never runs under A's session."""
+    with auth_server(fake, tmp_path, tmp_path / "a.jsonl") as url:
+        accept = {"Accept": "application/json, text/event-stream"}
+        init = {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"},
+            },
+        }
+        a = {**accept, "Authorization": f"Bearer {ALLOWED_TOKEN}"}
+        opened = httpx.post(url, json=init, headers=a, timeout=30)
+        assert opened.status_code == 200
+        session = opened.headers["mcp-session-id"]
+        listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+        for token in (OTHER_TOKEN, _jwt(sub="someone-else")):
+            b = {**accept, "Authorization": f"Bearer {token}", "mcp-session-id": session}
+            stolen = httpx.post(url, json=listing, headers=b, timeout=30)
+            assert stolen.status_code in (403, 404), (stolen.status_code, stolen.text[:200])
+            assert '"tools"' not in stolen.text
+        # The session still works for the caller that opened it.
+        notified = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        own = {**a, "mcp-session-id": session}
+        httpx.post(url, json=notified, headers=own, timeout=30)
+        mine = httpx.post(url, json=listing, headers=own, timeout=30)
+        assert mine.status_code == 200 and '"tools"' in mine.text
