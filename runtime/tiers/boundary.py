@@ -312,6 +312,10 @@ def run_isolated(
         )
     except (OSError, ValueError):
         failure = ENGINE_DIED
+    except Exception:
+        # Any other fault while reading the engine's frames (a decoder that missed a
+        # shape) is the engine's breach too: the run still ends here, with its audit line.
+        failure = ENGINE_PROTOCOL
     if result is None:
         engine.kill()  # whatever it was doing, it does no more
         result = sandbox.RunResult(

@@ -333,3 +333,21 @@ def test_the_mcp_servers_runs_default_to_the_worker_tier(
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(GrantError, match=r"^--isolation gvisor: bwrap is not installed"):
         open_grant(path, "agent-memory", CALLER, workers=1, isolation="gvisor")
+
+
+def test_a_fault_reading_an_engine_frame_still_ends_the_run_with_its_audit(
+    worker_pool: tuple[RunPool, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever a decoder misses (here: one that raises a TypeError), a run on an isolated
+    tier ends as the engine's protocol breach, with its audit line, never as an exception
+    out of the broker."""
+    from runtime.tiers import boundary, wire
+
+    def broken(*_args: object, **_kwargs: object) -> object:
+        raise TypeError("a frame shape no decoder expected")
+
+    monkeypatch.setattr(wire, "result_from", broken)
+    pool, _ = worker_pool
+    outcome = pool.run('print("x")', "agent-memory", caller=CALLER)
+    assert outcome.result.internal_error == boundary.ENGINE_PROTOCOL
+    assert json.loads(outcome.audit)["isolation"] == "worker"
