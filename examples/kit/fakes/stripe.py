@@ -127,9 +127,10 @@ class FakeStripe(LoopbackServer):
             self.bodies.append(body)
             self._requests += 1
             try:
-                if refusal is not None:
-                    raise StripeError(refusal.status, refusal.body.decode())
-                reply, op_id = self._answer(method, target, pairs, auth, carried, body)
+                if refusal is not None:  # already Stripe's error JSON (transport_refusal)
+                    reply = refusal
+                else:
+                    reply, op_id = self._answer(method, target, pairs, auth, carried, body)
             except StripeError as error:
                 reply = Reply(error.status, orjson.dumps(error.body))
             except Exception as error:  # a bug in the fake: answer, log, never hang
