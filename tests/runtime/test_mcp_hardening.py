@@ -224,6 +224,11 @@ async def _session(client: httpx.AsyncClient, url: str) -> dict[str, str]:
     }
     note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
     assert (await client.post(url, json=note, headers=headers)).status_code == 202
+    # The 202 comes before the server has handled the notification; a ping answered on
+    # the same session comes after it (a session's messages are handled in order), so a
+    # request sent next cannot find the session still initialising (a flake under load).
+    ready = {"jsonrpc": "2.0", "id": "session-ready", "method": "ping"}
+    assert (await client.post(url, json=ready, headers=headers)).status_code == 200
     return headers
 
 
