@@ -247,6 +247,21 @@ def load_module(
     return module, "compiled", stack_top
 
 
+def ensure_cached() -> None:
+    """Compile and cache the engine module now unless a trusted entry is there.
+
+    An isolated engine process sees the cache folder read-only, so it can load the
+    compiled module but never store one: without this, on a machine where no run has
+    cached it yet, every engine process would compile the engine at its start (about a
+    second each), or find no folder at all to see. The process that starts engine
+    processes calls this first; with a cache folder that cannot be written, nothing is
+    stored and the engine processes compile as before."""
+    path = cache_path()
+    blob = read_trusted(path)
+    if blob is None or unseal(path, blob) is None:
+        load_module(make_engine(pooled=False))
+
+
 @dataclass(frozen=True)
 class ExportInfo:
     index: int

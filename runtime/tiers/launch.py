@@ -60,10 +60,12 @@ def _package_dir(name: str) -> Path:
 def visible_folders() -> list[Path]:
     """The folders an engine process sees (read-only): the least Python and the engine
     need, never the operator's working folder or home as such."""
-    from runtime.sandbox.engine import wasm_path
+    from runtime.sandbox.engine import ensure_cached, wasm_path
     from specgen.cache_dir import cache_dir
     from specgen.render import TEMPLATE_DIRS
 
+    ensure_cached()
+    cache = cache_dir().resolve()
     folders = {
         *(d.resolve() for d in TEMPLATE_DIRS if d.is_dir()),
         Path(sys.base_prefix).resolve(),
@@ -72,7 +74,9 @@ def visible_folders() -> list[Path]:
         _package_dir("specgen"),
         _package_dir("wasmtime"),
         wasm_path().resolve().parent,
-        cache_dir().resolve(),
+        # Bound only when it exists: a folder that could not be made (a read-only home)
+        # costs each engine process a compile, never its start.
+        *((cache,) if cache.is_dir() else ()),
     }
     # A folder inside another is bound once, by the outer one.
     ordered = sorted(folders, key=lambda p: len(p.parts))

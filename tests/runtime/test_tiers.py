@@ -351,3 +351,30 @@ def test_a_fault_reading_an_engine_frame_still_ends_the_run_with_its_audit(
     outcome = pool.run('print("x")', "agent-memory", caller=CALLER)
     assert outcome.result.internal_error == boundary.ENGINE_PROTOCOL
     assert json.loads(outcome.audit)["isolation"] == "worker"
+
+
+def test_the_worker_tier_starts_on_a_machine_whose_cache_folder_does_not_exist_yet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new user's first run: no cache folder, no compiled engine. The engine process
+    sees the cache read-only, so the starting process compiles and caches the engine
+    first; before, bubblewrap refused to bind the missing folder and no run started."""
+    from runtime import Limits
+    from runtime.sandbox.engine import cache_path
+    from runtime.tiers import boundary
+    from specgen.cache_dir import CACHE_ENV
+
+    fresh = tmp_path / "home" / ".cache" / "plimsoll-specgen"
+    monkeypatch.setenv(CACHE_ENV, str(fresh))
+    monkeypatch.setenv("CLOUDFLARE_API_TOKEN", KEY)
+    profile = load_grants(grants_file(tmp_path)).select("agent-memory", CALLER)
+    engine = boundary.EngineProcess("worker")
+    try:
+        outcome = boundary.run_isolated(
+            engine, 'print("first")', profile, caller=CALLER, limits=Limits(timeout_s=20)
+        )
+    finally:
+        engine.close()
+    assert outcome.result.exit_code == 0, outcome.result.internal_error or outcome.result.stderr
+    assert outcome.result.stdout == "first\n"
+    assert cache_path().is_file()  # compiled once, where every later engine process loads it
