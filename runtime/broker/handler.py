@@ -174,13 +174,13 @@ class Broker:
         self._held = 0
         self.trace = CallTrace()
         # Connections are the profile's, kept across runs in this process; the transport
-        # (deadline, abort) and the client are this run's own.
+        # (deadline, abort) and the channel are this run's own.
         self._transport = (
             transport
             if transport is not None
             else DeadlineTransport(pool=connections.pool_for(profile, SHARED_CONNECTIONS))
         )
-        self._client = upstream.new_client(upstream_timeout_s, MAX_IN_FLIGHT, self._transport)
+        self._channel = upstream.new_channel(MAX_IN_FLIGHT, self._transport)
 
     # -- the HostHandler --------------------------------------------------------------
 
@@ -266,7 +266,7 @@ class Broker:
 
         try:
             request = self._policy.build(
-                self._client, route.method, path, plan.payload, self._call_timeout(), plan
+                route.method, path, plan.payload, self._call_timeout(), plan
             )
         except Exception:
             request = None
@@ -362,7 +362,7 @@ class Broker:
         up: Upstream | None
         failure: Failure | None = None
         try:
-            up = upstream.send(self._client, call.request, self._call_timeout())
+            up = upstream.send(self._channel, call.request, self._call_timeout())
             status = up.status
         except Fault as fault:
             up, status, failure = None, fault.status, fault.reason
@@ -437,11 +437,11 @@ class Broker:
         if health is None:
             return 0, None
         timeout = min(PROBE_TIMEOUT_S, self._call_timeout())
-        request = self._policy.build(self._client, "GET", health.path, b"", timeout)
+        request = self._policy.build("GET", health.path, b"", timeout)
         if request is None:
             return 0, None
         try:
-            up = upstream.send(self._client, request, timeout)
+            up = upstream.send(self._channel, request, timeout)
         except Fault as fault:
             return fault.status, None
         return up.status, up.retry_after
@@ -490,7 +490,7 @@ class Broker:
                 self._held = 0
             for call in still_open:
                 self._record_cancelled(call)
-            self._client.close()
+            self._channel.close()
         finally:
             for got in waited:
                 if got:

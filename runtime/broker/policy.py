@@ -171,7 +171,6 @@ class Policy:
 
     def build(
         self,
-        client: httpx.Client,
         method: str,
         path: str,
         payload: bytes,
@@ -211,14 +210,14 @@ class Policy:
         fields: dict[str, list[str]] = {}
         for name, value in body.fields if body is not None else ():
             fields.setdefault(name, []).append(value)
-        request = client.build_request(
+        request = httpx.Request(
             method,
             url,
             headers=self._headers(body, plan.headers),
             content=content if content else None,
             data=fields or None,
             files=list(body.parts) if body is not None and body.parts else None,
-            timeout=httpx.Timeout(timeout_s),
+            extensions={"timeout": httpx.Timeout(timeout_s).as_dict()},
         )
         request.read()  # form and multipart bodies are streams; the size check needs bytes
         if request.url.raw_path != wire_target.encode("ascii") or request.method != method:

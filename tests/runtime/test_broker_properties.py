@@ -129,7 +129,7 @@ def _broker() -> Broker:
         max_calls=100000,
     )
     b = Broker(grant)
-    b._client.send = _explode  # type: ignore[method-assign]
+    b._channel.send = _explode  # type: ignore[method-assign]
     return b
 
 
