@@ -187,7 +187,14 @@ def _declared_length(response: httpx.Response) -> int | None:
 
 
 def _read_capped(response: httpx.Response, limit: float, status: int) -> bytes:
-    """The body, read as it streams; never holds more than the cap plus one byte."""
+    """The body, read as it streams; never holds more than the cap plus one byte.
+
+    A response a transport made from bytes it already held (httpx.MockTransport's,
+    a test double's) arrives read: its bytes are taken as they are, under the same cap."""
+    if response.is_stream_consumed:
+        if len(response.content) > MAX_RESPONSE_BODY:
+            raise Fault(status, Failure.TOO_LARGE)
+        return response.content
     buf = bytearray()
     for chunk in response.iter_raw():
         room = MAX_RESPONSE_BODY + 1 - len(buf)
