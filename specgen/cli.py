@@ -196,10 +196,15 @@ class SpecgenGroup(click.Group):
 
     def _plugins(self) -> dict[str, Any]:
         # imported here: importlib.metadata scans every installed distribution, a third
-        # of a small build's start-up, and built-in commands never need it
-        from importlib.metadata import entry_points
+        # of a small build's start-up, and built-in commands never need it; scanned once
+        # per process (a listing asks for every plugin by name)
+        plugins = self.__dict__.get("_found_plugins")
+        if plugins is None:
+            from importlib.metadata import entry_points
 
-        return {ep.name: ep for ep in entry_points(group="specgen.commands")}
+            plugins = {ep.name: ep for ep in entry_points(group="specgen.commands")}
+            self.__dict__["_found_plugins"] = plugins
+        return plugins
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self._plugins()})
