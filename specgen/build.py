@@ -74,7 +74,11 @@ def _check_has_paths(source: Source) -> None:
         )
 
 
-def run(spec: str, options: Options) -> Result:
+def run(spec: str, options: Options, *, render_files: bool = True) -> Result:
+    """Load, check and derive the client from `spec`; with `render_files` False the
+    files are not rendered (`files` is empty): `specgen mcp` needs the operations and
+    their types, not the preamble and allow list, which come from the grant, and
+    rendering them was a third of its start on a large document."""
     source = load(spec)
     check_version(source)
     if options.validate:
@@ -97,7 +101,8 @@ def run(spec: str, options: Options) -> Result:
         warnings=(server_note,) if server_note else (),
     )
     types = generate_types(source.doc, gen, prefix)
-    return Result(source=source, gen=gen, files=artifacts(gen, types), types=types)
+    files = artifacts(gen, types) if render_files else {}
+    return Result(source=source, gen=gen, files=files, types=types)
 
 
 def write(result: Result, outdir: Path) -> list[str]:

@@ -248,11 +248,14 @@ def _covers(want: str, got: str, index: int) -> bool:
     return segment_covers(want, got)
 
 
-def grant_description(result: Result, view: GrantView) -> str:
-    """The model-facing text for one grant: only what it permits, with the types."""
+def grant_description(
+    result: Result, view: GrantView, permitted: list[Allowed] | None = None
+) -> str:
+    """The model-facing text for one grant: only what it permits, with the types.
+    `permitted` is `allowed(result, view.allow)` when the caller has it already."""
     from specgen.render import render
 
-    ops = allowed(result, view.allow)
+    ops = permitted if permitted is not None else allowed(result, view.allow)
     refs = tuple(r for a in ops[:MAX_LISTED] for r in a.types.refs)
     declarations, cut = result.types.closure(refs)
 

@@ -20,6 +20,7 @@ Stripe's documents.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -78,6 +79,13 @@ def words(text: str) -> list[str]:
     `agentMemoryRecall` both give agent, memory, recall; HTML tags are dropped; a
     trailing plural `s` is cut (memories ~ memory) and synonyms folded (repo ~
     repository)."""
+    return list(_words(text))
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _words(text: str) -> tuple[str, ...]:
+    """`words`, remembered: a large API repeats the same parameter names, tags and
+    summaries across hundreds of operations, and the index reads each of them once."""
     if "<" in text:
         text = _TAG.sub(" ", text)
     out = []
@@ -86,7 +94,7 @@ def words(text: str) -> list[str]:
         w = SYNONYMS.get(w, w)
         if w not in STOPWORDS and len(w) > 1:
             out.append(w)
-    return out
+    return tuple(out)
 
 
 def action(t: OperationTypes) -> list[str]:

@@ -73,7 +73,9 @@ class Prepared:
 
 def prepare(spec: str, grant: Grant, server: str | None = None) -> Prepared:
     """Generate the client's types from `spec` and keep what the grant permits."""
-    result = pipeline.run(spec, pipeline.Options(global_name=grant.global_name, server=server))
+    result = pipeline.run(
+        spec, pipeline.Options(global_name=grant.global_name, server=server), render_files=False
+    )
     view = GrantView(
         grant.name,
         grant.allow,
@@ -83,7 +85,7 @@ def prepare(spec: str, grant: Grant, server: str | None = None) -> Prepared:
         grant.route_response_headers,
     )
     permitted = allowed(result, view.allow)
-    full = grant_description(result, view)
+    full = grant_description(result, view, permitted)
     if len(full) <= MAX_INSTRUCTIONS:
         instructions = full
     else:
