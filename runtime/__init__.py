@@ -39,6 +39,10 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Approver": ("runtime.broker.approval", "Approver"),
     "CannotAsk": ("runtime.broker.approval", "CannotAsk"),
     "Question": ("runtime.broker.approval", "Question"),
+    "QUOTA_STORE_ENV": ("runtime.broker.quotas", "STORE_ENV"),
+    "Quota": ("runtime.broker.quotas", "Quota"),
+    "QuotaStoreUrlError": ("runtime.broker.quotas", "StoreUrlError"),
+    "check_quota_store": ("runtime.broker.quotas", "check_url"),
     "Broker": ("runtime.broker", "Broker"),
     "Grants": ("runtime.broker", "Grants"),
     "Profile": ("runtime.broker", "Profile"),
@@ -97,6 +101,10 @@ if TYPE_CHECKING:  # what a type checker and a reader see; nothing is imported a
     )
     from runtime.broker import load as load_grants
     from runtime.broker.approval import Answer, Approver, CannotAsk, Question
+    from runtime.broker.quotas import STORE_ENV as QUOTA_STORE_ENV
+    from runtime.broker.quotas import Quota
+    from runtime.broker.quotas import StoreUrlError as QuotaStoreUrlError
+    from runtime.broker.quotas import check_url as check_quota_store
     from runtime.contract import HostHandler, HostReply, HostRequest
     from runtime.errors import (
         EXIT_REFUSED,
@@ -157,6 +165,7 @@ __all__ = [
     "MAX_MEMORY_MB",
     "MAX_TIMEOUT_S",
     "MIN_MEMORY_MB",
+    "QUOTA_STORE_ENV",
     "Answer",
     "Approver",
     "Broker",
@@ -173,6 +182,8 @@ __all__ = [
     "PatchError",
     "Profile",
     "Question",
+    "Quota",
+    "QuotaStoreUrlError",
     "Refusal",
     "RunInputError",
     "RunOutcome",
@@ -185,6 +196,7 @@ __all__ = [
     "TraceSnapshot",
     "VmError",
     "audit_line",
+    "check_quota_store",
     "check_trace_id",
     "format_table",
     "host_call_deadline",

@@ -96,6 +96,34 @@ def isolation_option(help_text: str) -> Callable[[F], F]:
     )
 
 
+def quota_store_option(func: F) -> F:
+    """`--quota-store URL` as `specgen run` and `specgen mcp` take it."""
+    return click.option(
+        "--quota-store",
+        "quota_store",
+        default=None,
+        metavar="URL",
+        help="Where the grant's quotas are counted: sqlite (the default: a file in the"
+        " user's state folder), sqlite:///absolute/path, or redis://host:port/db to share"
+        " them with other replicas. Also $PLIMSOLL_QUOTA_STORE. A store that does not"
+        " answer refuses the calls its quotas cover.",
+    )(func)
+
+
+def use_quota_store(url: str | None) -> None:
+    """Check `--quota-store` and hand it to every broker of this process and of the
+    worker processes it starts (they inherit the environment): one line on a bad URL."""
+    if url is None:
+        return
+    from runtime import QUOTA_STORE_ENV, QuotaStoreUrlError, check_quota_store
+
+    try:
+        check_quota_store(url)
+    except QuotaStoreUrlError as exc:
+        raise RunInputError(f"--quota-store: {exc}") from None
+    os.environ[QUOTA_STORE_ENV] = url
+
+
 def workers_option(help_text: str) -> Callable[[F], F]:
     """`--workers N` as `specgen run` and `specgen mcp` both take it (0 to 64, default
     one per core: `RunPool.default_workers()`, resolved by the command)."""
@@ -196,6 +224,7 @@ def _refusals(func: F) -> F:
     " Default: process for one file, worker for a batch. A tier that cannot start here"
     " is refused; none falls back to a weaker one."
 )
+@quota_store_option
 @_refusals
 def run(
     code_args: tuple[Path, ...],
@@ -210,12 +239,14 @@ def run(
     approve: tuple[str, ...],
     workers: int | None,
     isolation: str | None,
+    quota_store: str | None,
 ) -> None:
     """Run CODE.js in a fresh sandbox with the profile's client and preamble.
 
     Several files, a directory (its *.js files) or a quoted glob pattern run as a batch:
     each file in its own fresh sandbox, on --workers processes, reported in input order.
     """
+    use_quota_store(quota_store)
     files, batch = _code_files(code_args)
     codes = [_read_code(path) for path in files]
     if not 0 < timeout_s <= 30:

@@ -18,6 +18,10 @@ MSG_TOO_LARGE = "host api request body too large (over 10 MiB)"
 MSG_UPSTREAM = "host api unavailable"
 MSG_ROUTE_BUDGET = "host api call budget for this route is exhausted"
 MSG_SHED = "host api is shedding load: upstream reported degraded"
+MSG_QUOTA = "host api quota reached: {name}"
+MSG_QUOTA_STORE_DOWN = (
+    "host api quota store unavailable; calls of this grant are refused until it answers"
+)
 MSG_HELD = "host api broker holds too many request bytes; await earlier calls first"
 MSG_APPROVAL_DECLINED = "approval declined"
 #: A call the grant says needs a person's yes, in a run with no way to ask one.

@@ -140,6 +140,22 @@ RULES: dict[str, Rule] = _rules(
         "finished (503)",
     ),
     Rule(
+        "quota",
+        429,
+        messages.MSG_QUOTA,
+        "quota reached: the grant limits this profile's calls over time, across runs "
+        "(429; the refusal names the limit and the seconds until its window ends); wait "
+        "that long, or do fewer calls",
+    ),
+    Rule(
+        "quota_store_down",
+        503,
+        messages.MSG_QUOTA_STORE_DOWN,
+        "quota store down: the store that counts this grant's quotas did not answer, so "
+        "the broker refuses its calls rather than send them uncounted (503); tell the "
+        "operator",
+    ),
+    Rule(
         # Reserved for the operator's approval step: a call the operator declined.
         "approval_declined",
         403,

@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 
 from runtime.broker.approval import DEFAULT_APPROVAL_TIMEOUT_S, MAX_APPROVAL_TIMEOUT_S
 from runtime.broker.caps import CapsError, RouteCaps, check_caps, parse_cap_lines
+from runtime.broker.quotas import MAX_QUOTA_CALLS, SCOPES, WINDOWS, Quota
 from runtime.broker.token_block import (
     BasicKey,
     HeaderKey,
@@ -92,6 +93,7 @@ _PROFILE_FIELDS = frozenset(
         "response_headers",
         "approve",
         "approval_timeout_s",
+        "quotas",
     }
 )
 #: The port of an override entry that admits any port; loopback hosts only.
@@ -142,6 +144,8 @@ class Profile:
     approve_methods: frozenset[str] = frozenset()
     #: How long a held call waits for the answer (seconds); no answer is a no.
     approval_timeout_s: float = DEFAULT_APPROVAL_TIMEOUT_S
+    #: Limits over time, counted across runs and processes (runtime/broker/quotas.py).
+    quotas: tuple[Quota, ...] = ()
 
     def needs_approval(self, route: Route) -> bool:
         """Must a person approve a call that matched `route` before it is sent? Decided
@@ -350,6 +354,7 @@ def _build_profile(name: str, body: Any, base_dir: Path, env: Mapping[str, str])
         raise _ProfileFault(str(e)) from None
     approve_methods = _approve_methods(body.get("approve"))
     approval_timeout_s = _approval_timeout(body.get("approval_timeout_s"))
+    quotas = _quotas(body.get("quotas"), allow)
     base_url = _string(body, "base_url")
     global_name = _string(body, "global") or "host"
     max_calls = body.get("max_calls", 0)
@@ -410,7 +415,54 @@ def _build_profile(name: str, body: Any, base_dir: Path, env: Mapping[str, str])
         response_headers=readable,
         approve_methods=approve_methods,
         approval_timeout_s=approval_timeout_s,
+        quotas=quotas,
     )
+
+
+_QUOTA_KEYS = frozenset({"calls", "per", "by", "route"})
+
+
+def _quotas(raw: Any, allow: tuple[Route, ...]) -> tuple[Quota, ...]:
+    """The profile's `quotas`: `{"calls": N, "per": "minute"|"hour"|"day", "by":
+    "profile"|"caller", "route": "METHOD /path"}` each, route optional (then every call
+    of the profile counts) and, when given, an entry of allow as written there."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise _ProfileFault("quotas must be a list of limits")
+    out: list[Quota] = []
+    for i, item in enumerate(raw):
+        where = f"quotas[{i}]"
+        if not isinstance(item, dict):
+            raise _ProfileFault(f'{where} must be an object like {{"calls": 20, "per": "minute"}}')
+        for key in item:
+            if key not in _QUOTA_KEYS:
+                raise _ProfileFault(f"{where}: unknown field {_quote(key)}")
+        calls = item.get("calls")
+        if isinstance(calls, bool) or not isinstance(calls, int):
+            raise _ProfileFault(f"{where}: calls must be a whole number")
+        if not 1 <= calls <= MAX_QUOTA_CALLS:
+            raise _ProfileFault(f"{where}: calls must be between 1 and {MAX_QUOTA_CALLS}")
+        per = item.get("per")
+        if per not in WINDOWS:
+            raise _ProfileFault(f"{where}: per must be one of {', '.join(WINDOWS)}")
+        by = item.get("by", "profile")
+        if by not in SCOPES:
+            raise _ProfileFault(f"{where}: by must be one of {', '.join(SCOPES)}")
+        route: Route | None = None
+        if "route" in item:
+            text = item["route"]
+            if not isinstance(text, str):
+                raise _ProfileFault(f'{where}: route must be a string "METHOD /path"')
+            method, _, path = text.strip().partition(" ")
+            route = Route(path.strip(), method.upper())
+            if route not in allow:
+                raise _ProfileFault(f"{where}: route {_quote(text)} is not an entry of allow")
+        quota = Quota(calls, per, by, route)
+        if quota in out:
+            raise _ProfileFault(f"{where} repeats an earlier limit")
+        out.append(quota)
+    return tuple(out)
 
 
 def _approve_methods(raw: Any) -> frozenset[str]:

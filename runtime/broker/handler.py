@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from runtime.broker import connections, upstream
+from runtime.broker import connections, quotas, upstream
 from runtime.broker.approval import Approver, Gate, Held, Verdict, question_for
 from runtime.broker.breaker import PROBE_TIMEOUT_S
 from runtime.broker.breaker import Breaker as BackpressureBreaker
@@ -150,8 +150,12 @@ class Broker:
         clock: Callable[[], float] = time.monotonic,
         run_clock: RunClock | None = None,
         approver: Approver | None = None,
+        quota_store: quotas.QuotaStore | None = None,
     ) -> None:
         self._profile = profile
+        #: Where the profile's quotas are counted; opened at the first call they apply to
+        #: (runtime/broker/quotas.py: --quota-store, $PLIMSOLL_QUOTA_STORE, or the default).
+        self._quota_store = quota_store
         self._caller = caller or ""
         #: The run's clock (runtime/run_clock.py): it stops while a call is held for
         #: approval, and then gives the deadline instead of `deadline`.
@@ -237,6 +241,25 @@ class Broker:
         self.trace.deny(rule, route)
         return refusal(RULES[rule].status, guest_text(rule, name))
 
+    def _take_quota(self, route: Route) -> HostReply | None:
+        """This call's units of the profile's quotas, or the refusal (none taken then).
+        Last of the broker's checks, so a call refused for any other reason never uses
+        a unit; a call a person then declines has used one."""
+        try:
+            if self._quota_store is None:
+                self._quota_store = quotas.open_store()
+            taken = quotas.take(
+                self._quota_store, self._profile.quotas, self._profile.name, self._caller, route
+            )
+        except (quotas.StoreDown, quotas.StoreUrlError):
+            return self._refuse("quota_store_down", route)
+        if taken.ok:
+            return None
+        assert taken.quota is not None
+        return self._refuse(
+            "quota", route, f"{taken.quota.label()}; retry after {taken.retry_after_s} s"
+        )
+
     def _decide(self, call: HostRequest) -> HostReply | _Admitted:
         with self._lock:
             self._calls += 1
@@ -278,6 +301,10 @@ class Broker:
 
         if self._ended or self._expired():
             return self._refuse("run_ended", route)
+        if self._profile.quotas:
+            refused = self._take_quota(route)
+            if refused is not None:
+                return refused
 
         with self._lock:
             over_held = self._held + len(payload) > MAX_HELD_REQUEST_BYTES

@@ -8,6 +8,7 @@ variable, the document, the address, the auth file) is refused before the server
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import NoReturn
 import click
 
 from runtime import RunPool
-from runtime.cli import isolation_option, workers_option
+from runtime.cli import isolation_option, quota_store_option, workers_option
 from specgen.errors import SpecError
 
 
@@ -167,6 +168,7 @@ def _host(text: str) -> str:
     " key, network, grants file or writable file; gvisor: those inside gVisor; process:"
     " with the key, as --workers 0 always does)."
 )
+@quota_store_option
 def mcp(
     grants_file: Path,
     profile_name: str,
@@ -183,8 +185,17 @@ def mcp(
     hosts: tuple[str, ...],
     workers: int | None,
     isolation: str | None,
+    quota_store: str | None,
 ) -> None:
     """Serve agent code execution through one grant as an MCP server (stdio by default)."""
+    if quota_store is not None:
+        from runtime import QUOTA_STORE_ENV, QuotaStoreUrlError, check_quota_store
+
+        try:
+            check_quota_store(quota_store)
+        except QuotaStoreUrlError as exc:
+            _refuse(f"--quota-store: {exc}")
+        os.environ[QUOTA_STORE_ENV] = quota_store
     if not 0 < timeout_s <= 30:
         _refuse(f"--timeout {timeout_s:g} must be more than 0 and at most 30 seconds")
     if not 1 <= memory_mb <= 4096:
