@@ -77,6 +77,7 @@ def auth_server(
     address: str = "127.0.0.1:0",
     *extra: str,
     auth: Path | None = None,
+    grants: Path = GRANTS,
 ) -> Iterator[str]:
     # The audience is the server's public URL (behind a proxy), not the loopback port.
     auth = auth or _auth_file(tmp, AUDIENCE)
@@ -85,7 +86,7 @@ def auth_server(
             str(SPECGEN),
             "mcp",
             "--grants",
-            str(GRANTS),
+            str(grants),
             "--profile",
             PROFILE,
             "--spec",

@@ -340,3 +340,75 @@ def test_redis_down_refuses_every_call_and_sends_none(
     assert {r.status for r in replies} == {503}
     assert [r.rule for r in trace.refused] == ["quota_store_down"] * 2
     assert "127.0.0.1" not in replies[0].body.decode()
+
+
+# -- two `specgen mcp --http` replicas sharing one redis-server ------------------------
+
+_RECALL = """
+var A = "00000000000000000000000000000042", NS = "support-agent", ME = "customer-42";
+async function main() {
+  var seen = [];
+  for (var i = 0; i < 4; i++) {
+    try { await memory.agent_memory_recall(A, NS, ME, {query: "q" + i}); seen.push(200); }
+    catch (e) { seen.push(String(e.message).slice(0, 80)); }
+  }
+  console.log(JSON.stringify(seen));
+}
+main();
+"""
+
+
+def test_two_replicas_sharing_redis_let_exactly_the_quota_through(
+    tmp_path: Path, redis_url: tuple[str, subprocess.Popen[bytes]]
+) -> None:
+    """The done-when case: a quota of 20 calls per minute on a profile, two `specgen mcp
+    --http` replicas (real processes, bearer tokens, the official SDK client) sharing one
+    redis-server, 40 calls sent alternately through both: exactly 20 reach the API."""
+    import anyio
+
+    from examples.memory_grant.fake import FakeAgentMemory
+    from examples.memory_grant.runner import GRANTS, PROFILE, TOKEN
+    from tests.runtime import test_mcp_auth as mcp_auth
+
+    url, _ = redis_url
+    grants = json.loads(GRANTS.read_text())
+    grants["profiles"][PROFILE]["quotas"] = [{"calls": 20, "per": "minute"}]
+    (tmp_path / "grants.json").write_text(json.dumps(grants))
+    shutil.copy(GRANTS.parent / "preamble.js", tmp_path / "preamble.js")
+    # Forty calls take a few seconds; a minute boundary in between would open a new window.
+    if time.time() % 60 > 40:
+        time.sleep(61 - time.time() % 60)
+    with FakeAgentMemory(TOKEN) as fake:
+        servers = [
+            mcp_auth.auth_server(
+                fake,
+                tmp_path,
+                tmp_path / f"audit-{n}.jsonl",
+                "127.0.0.1:0",
+                "--quota-store",
+                url,
+                grants=tmp_path / "grants.json",
+            )
+            for n in range(2)
+        ]
+        with servers[0] as first, servers[1] as second:
+            outputs = []
+            for i in range(10):
+                result = anyio.run(
+                    mcp_auth._call,
+                    (first, second)[i % 2],
+                    mcp_auth.ALLOWED_TOKEN,
+                    "execute",
+                    {"code": _RECALL},
+                )
+                outputs.append(mcp_auth._text(result))
+        recalls = [r for r in fake.requests if r.path.endswith("/recall")]
+    assert len(recalls) == 20, outputs
+    answers = [json.loads(out) for out in outputs]
+    seen = [s for a in answers for s in json.loads(a["stdout"])]
+    refused = [s for s in seen if s != 200 and s.startswith("host api 429: host api quota")]
+    assert len(seen) == 40 and len(refused) == 20, seen
+    assert all("20 per minute by profile" in s for s in refused)
+    assert sum(a["denied"] for a in answers) == 20
+    # Both replicas refused some: the count is shared, not kept in each process.
+    assert all(a["denied"] for a in answers[-2:])
