@@ -240,6 +240,14 @@ def main(argv: list[str]) -> int:
     from runtime.sandbox.engine import get_engine
 
     get_engine()
+    if "--seccomp" in argv:
+        from runtime.tiers.syscall_filter import FilterError, install
+
+        try:
+            install()
+        except FilterError as exc:
+            sys.stderr.write(f"engine process: {exc}\n")
+            return 3
     pipe = _Pipe()
     threading.Thread(target=pipe.read_forever, name="plimsoll-engine-pipe", daemon=True).start()
     pipe.send({"t": "hello", "pid": os.getpid()})

@@ -15,7 +15,9 @@ engine's system calls go to gVisor's own kernel, not Linux's (runsc needs the
 capabilities bwrap otherwise drops, so here it is runsc's sandbox that holds none).
 
 The engine process lowers its own limits before it reads anything (`--limits`): the
-data it may write, CPU seconds, open files, the size of a file it may write.
+data it may write, CPU seconds, open files, the size of a file it may write; and, once
+the engine is loaded, installs a seccomp filter refusing sockets, new programs and the
+kernel interfaces that could stand in for them (`--seccomp`, runtime/tiers/syscall_filter.py).
 
 A tier that cannot start here is refused in one line naming what is missing
 (`IsolationError`); nothing falls back to a weaker tier.
@@ -124,6 +126,9 @@ def command(tier: str, hidden: Iterable[Path] = (), *, escape_hook: bool = False
         path = Path(path).resolve()
         if any(path.is_relative_to(f) for f in folders) and path.exists():
             view += ["--ro-bind", "/dev/null", str(path)]
+    # The dynamic loader's cache: how the engine process finds libseccomp to load its
+    # filter (a list of library paths, nothing of the operator's).
+    view += ["--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache"]
     view += ["--proc", "/proc", "--size", str(SCRATCH_BYTES), "--tmpfs", "/tmp", "--chdir", "/tmp"]
 
     python = [
@@ -132,6 +137,7 @@ def command(tier: str, hidden: Iterable[Path] = (), *, escape_hook: bool = False
         "-m",
         "runtime.tiers.engine_process",
         f"--limits={DATA_LIMIT_MB},{CPU_LIMIT_S},{OPEN_FILES},{FILE_LIMIT_MB}",
+        "--seccomp",
     ]
     if escape_hook:
         python.append("--test-escape-hook")

@@ -17,6 +17,7 @@ No tier is skipped: a machine without bwrap or runsc fails these tests (under CI
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import secrets
@@ -208,6 +209,48 @@ def test_it_can_connect_nowhere_and_resolve_no_name(walled: Walled) -> None:
     assert "connected" not in out.values(), out
     assert out["localhost"].startswith("refused:") and out["example.com"].startswith("refused:")
     assert len(walled.api.requests) == before
+
+
+PROBE_SYSCALLS = """
+import errno, os, socket
+out = {}
+for name, family, kind in (("unix", socket.AF_UNIX, socket.SOCK_STREAM),
+                           ("netlink", socket.AF_NETLINK, socket.SOCK_RAW),
+                           ("inet", socket.AF_INET, socket.SOCK_DGRAM)):
+    try:
+        socket.socket(family, kind).close()
+        out[name] = "made"
+    except OSError as exc:
+        out[name] = errno.errorcode.get(exc.errno, str(exc.errno))
+try:
+    a, b = socket.socketpair()
+    out["socketpair"] = "made"
+except OSError as exc:
+    out["socketpair"] = errno.errorcode.get(exc.errno, str(exc.errno))
+pid = os.fork()
+if pid == 0:
+    try:
+        os.execv("/bin/sh", ["sh", "-c", "exit 0"])
+    except OSError as exc:
+        os._exit(100 + (exc.errno or 0))
+    os._exit(99)
+_, status = os.waitpid(pid, 0)
+out["execve"] = os.waitstatus_to_exitcode(status) - 100
+result = out
+"""
+
+
+def test_it_can_make_no_socket_and_start_no_program(walled: Walled) -> None:
+    """The seccomp filter: where the namespaces leave a Unix socket, a netlink socket
+    or another program within reach, an escaped engine gets EPERM for each."""
+    out = escape(walled.engine, PROBE_SYSCALLS)
+    assert out == {
+        "unix": "EPERM",
+        "netlink": "EPERM",
+        "inet": "EPERM",
+        "socketpair": "EPERM",
+        "execve": errno.EPERM,
+    }, out
 
 
 PROBE_FILES = """
