@@ -18,6 +18,7 @@ convention attributes (`url.template` is the route template).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import threading
@@ -115,8 +116,6 @@ class _Telemetry:
     """The SDK's providers, made only when telemetry is on."""
 
     def __init__(self, service: str, spans: Any, reader: Any, logs: Any) -> None:
-        from opentelemetry import metrics, trace
-        from opentelemetry._logs import set_logger_provider
         from opentelemetry.sdk._logs import LoggerProvider
         from opentelemetry.sdk._logs.export import (
             BatchLogRecordProcessor,
@@ -125,17 +124,18 @@ class _Telemetry:
         from opentelemetry.sdk.metrics import MeterProvider
         from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
         from opentelemetry.sdk.resources import Resource
-        from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 
+        # Batched spans, metrics and logs are sent at exit (`specgen run` exits at once).
+        atexit.register(self.shutdown)
         resource = Resource.create({"service.name": service})
-        self.tracer_provider = TracerProvider(resource=resource)
         if spans is None:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-            self.tracer_provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+            self.span_processor: Any = BatchSpanProcessor(OTLPSpanExporter())
         else:
-            self.tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
+            self.span_processor = SimpleSpanProcessor(spans)
+        self.tracer_provider = _global_tracer_provider(resource, self.span_processor)
         if reader is None:
             from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
                 OTLPMetricExporter,
@@ -152,12 +152,6 @@ class _Telemetry:
             )
         else:
             self.logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
-        # The MCP SDK makes its `tools/call` span with the global tracer provider; set
-        # once per process (the API refuses a second), so later configure() calls in the
-        # same process keep the first one's provider for those spans.
-        trace.set_tracer_provider(self.tracer_provider)
-        metrics.set_meter_provider(self.meter_provider)
-        set_logger_provider(self.logger_provider)
         self.tracer = self.tracer_provider.get_tracer("plimsoll-specgen")
         meter = self.meter_provider.get_meter("plimsoll-specgen")
         self.upstream_duration = meter.create_histogram(
@@ -172,9 +166,56 @@ class _Telemetry:
         self.logger = self.logger_provider.get_logger("plimsoll-specgen.audit")
 
     def shutdown(self) -> None:
-        for provider in (self.tracer_provider, self.meter_provider, self.logger_provider):
+        if getattr(self, "_down", False):  # configure() and exit may both ask
+            return
+        self._down = True
+        for part in (self.span_processor, self.meter_provider, self.logger_provider):
             with contextlib.suppress(Exception):
-                provider.shutdown()
+                part.shutdown()
+
+
+#: The process's one tracer provider and the processor it hands spans to.
+_provider: Any = None
+_relay: Any = None
+
+
+def _global_tracer_provider(resource: Any, processor: Any) -> Any:
+    """The tracer provider, set as the global one the first time.
+
+    The MCP SDK makes its `tools/call` span with the global provider, which the API
+    lets a process set only once; so the provider is made once (with the first
+    configuration's resource) and each configure() points its relay at its own
+    span processor.
+    """
+    global _provider, _relay
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+
+    if _provider is None:
+
+        class Relay(SpanProcessor):
+            target: Any = None
+
+            def on_start(self, span: Any, parent_context: Any = None) -> None:
+                target = self.target
+                if target is not None:
+                    target.on_start(span, parent_context=parent_context)
+
+            def on_end(self, span: Any) -> None:
+                target = self.target
+                if target is not None:
+                    target.on_end(span)
+
+            def force_flush(self, timeout_millis: int = 30000) -> bool:
+                target = self.target
+                return target.force_flush(timeout_millis) if target is not None else True
+
+        _relay = Relay()
+        _provider = TracerProvider(resource=resource)
+        _provider.add_span_processor(_relay)
+        trace.set_tracer_provider(_provider)
+    _relay.target = processor
+    return _provider
 
 
 class RunSpan:
@@ -289,3 +330,63 @@ def emit_audit(record: dict[str, Any]) -> None:
         severity_number=SeverityNumber.INFO,
         attributes={PROFILE: str(record.get("profile", ""))},
     )
+
+
+MCP_DURATION = "mcp.server.operation.duration"
+
+
+def instrument_mcp(server: Any) -> None:
+    """Time every MCP request `server` (an MCPServer) handles, when telemetry is on.
+
+    The MCP SDK already makes the `tools/call` span (SERVER, `mcp.method.name`,
+    `gen_ai.tool.name`, `gen_ai.operation.name`, `jsonrpc.request.id`) with the global
+    tracer provider that `configure` sets; this adds the conventions' duration metric,
+    with the same low-cardinality attributes, from a middleware inside that span.
+    """
+    t = _current()
+    if t is None:
+        return
+    histogram = t.meter_provider.get_meter("plimsoll-specgen").create_histogram(
+        MCP_DURATION,
+        unit="s",
+        description="MCP request duration as the server observes it.",
+        explicit_bucket_boundaries_advisory=[
+            0.01,
+            0.02,
+            0.05,
+            0.1,
+            0.2,
+            0.5,
+            1,
+            2,
+            5,
+            10,
+            30,
+            60,
+            120,
+            300,
+        ],
+    )
+
+    async def timed(ctx: Any, call_next: Any) -> Any:
+        attributes: dict[str, Any] = {"mcp.method.name": ctx.method}
+        if ctx.protocol_version:
+            attributes["mcp.protocol.version"] = ctx.protocol_version
+        name = ctx.params.get("name") if ctx.params else None
+        if ctx.method == "tools/call":
+            attributes["gen_ai.operation.name"] = "execute_tool"
+            if isinstance(name, str):
+                attributes["gen_ai.tool.name"] = name
+        started = time.monotonic()
+        try:
+            result = await call_next(ctx)
+        except Exception as exc:
+            attributes[ERROR_TYPE] = type(exc).__qualname__
+            histogram.record(time.monotonic() - started, attributes)
+            raise
+        if getattr(result, "is_error", False):
+            attributes[ERROR_TYPE] = "tool_error"
+        histogram.record(time.monotonic() - started, attributes)
+        return result
+
+    server._lowlevel_server.middleware.append(timed)

@@ -29,7 +29,11 @@ SECRETS = (KEY, SECRET_PATH, SECRET_BODY, SECRET_DENIED)
 
 @pytest.fixture
 def exported() -> Iterator[tuple[InMemorySpanExporter, InMemoryMetricReader, object]]:
-    spans, reader, logs = InMemorySpanExporter(), InMemoryMetricReader(), InMemoryLogRecordExporter()
+    spans, reader, logs = (
+        InMemorySpanExporter(),
+        InMemoryMetricReader(),
+        InMemoryLogRecordExporter(),
+    )
     assert telemetry.configure(
         "test", True, span_exporter=spans, metric_reader=reader, log_exporter=logs
     )
@@ -179,13 +183,12 @@ def test_otlp_http_export_to_a_loopback_receiver(api: FakeAPI) -> None:
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     script = f"""
-from runtime import Limits, run_with_grant, telemetry
+from runtime import Limits, run_with_grant
 from tests.runtime.loopback import profile
 grant = profile({api.url!r}, {KEY!r}, ("GET /v1/items/*",))
 out = run_with_grant('await host.get("/v1/items/{SECRET_PATH}")', grant,
                      limits=Limits(timeout_s=10), caller="bob")
 assert out.result.exit_code == 0, out.result.stderr
-telemetry.shutdown()
 """
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     env["OTEL_EXPORTER_OTLP_ENDPOINT"] = f"http://127.0.0.1:{server.server_address[1]}"
@@ -212,3 +215,69 @@ telemetry.shutdown()
     raw = b"".join(body for _, body in got)
     for secret in (KEY, SECRET_PATH):
         assert secret.encode() not in raw
+
+
+def test_mcp_tools_call_span_parents_the_run_and_its_upstream_call(
+    api: FakeAPI, exported, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over the official SDK client, in process: tools/call execute -> run -> upstream."""
+    import anyio
+    from mcp.client.client import Client
+
+    from runtime.mcp.runner import open_grant
+    from runtime.mcp.server import build_server, prepare
+
+    spans, reader, logs = exported
+    monkeypatch.setenv("TELEMETRY_KEY", KEY)
+    spec = {
+        "openapi": "3.0.3",
+        "info": {"title": "items", "version": "1"},
+        "servers": [{"url": "http://127.0.0.1"}],
+        "paths": {
+            "/v1/items": {
+                "post": {
+                    "operationId": "createItem",
+                    "requestBody": {
+                        "content": {"application/json": {"schema": {"type": "object"}}}
+                    },
+                    "responses": {"200": {"description": "ok"}},
+                }
+            }
+        },
+    }
+    (tmp_path / "spec.json").write_text(json.dumps(spec), "utf-8")
+    grant = {
+        "base_url": api.url,
+        "allowed_callers": ["agent"],
+        "token": {"type": "static", "env": "TELEMETRY_KEY"},
+        "allow": ["POST /v1/items"],
+    }
+    (tmp_path / "grants.json").write_text(json.dumps({"profiles": {"p": grant}}), "utf-8")
+    opened = open_grant(tmp_path / "grants.json", "p", "agent", timeout_s=5.0)
+    server = build_server(prepare(str(tmp_path / "spec.json"), opened))
+    code = f'await host.post("/v1/items", {{text: "{SECRET_BODY}"}}); console.log("ok")'
+
+    async def go() -> str:
+        async with Client(server) as client:
+            result = await client.call_tool("execute", {"code": code})
+            return result.content[0].text  # type: ignore[union-attr]
+
+    answer = json.loads(anyio.run(go))
+    assert answer["exit_code"] == 0, answer
+    assert len(api.requests) == 1
+    finished = {s.name: s for s in spans.get_finished_spans()}
+    tool = finished["tools/call execute"]
+    assert tool.attributes["mcp.method.name"] == "tools/call"
+    assert tool.attributes["gen_ai.tool.name"] == "execute"
+    assert tool.attributes["gen_ai.operation.name"] == "execute_tool"
+    run = finished["plimsoll.run"]
+    upstream = finished["POST /v1/items"]
+    assert run.parent is not None and run.parent.span_id == tool.context.span_id
+    assert upstream.parent is not None and upstream.parent.span_id == run.context.span_id
+    assert run.attributes["plimsoll.caller"] == "agent"
+    durations = _metric(reader, "mcp.server.operation.duration")
+    calls = [p for p in durations if p["attributes"]["mcp.method.name"] == "tools/call"]
+    assert [p["attributes"]["gen_ai.tool.name"] for p in calls] == ["execute"]
+    text = _everything(spans, reader, logs)
+    for secret in SECRETS:
+        assert secret not in text
