@@ -136,15 +136,50 @@ def test_approvals_are_counted_by_verdict_and_channel(api: FakeAPI, exported) ->
     assert row_span.attributes["error.type"] == "approval_declined"
 
 
-def test_off_by_default_the_sdk_is_never_imported(api: FakeAPI, tmp_path: Path) -> None:
-    """`specgen run` with no OTEL_* variable makes a call and loads no SDK module."""
+def test_off_by_default_specgen_run_never_imports_the_sdk(api: FakeAPI, tmp_path: Path) -> None:
+    """`specgen run` with no OTEL_* variable makes its call and loads no SDK module."""
+    (tmp_path / "grants.json").write_text(
+        json.dumps(
+            {
+                "profiles": {
+                    "p": {
+                        "base_url": api.url,
+                        "allowed_callers": ["agent"],
+                        "token": {"type": "static", "env": "TELEMETRY_KEY"},
+                        "allow": ["GET /v1/items/*"],
+                    }
+                }
+            }
+        ),
+        "utf-8",
+    )
+    (tmp_path / "code.js").write_text('await host.get("/v1/items/1")', "utf-8")
     script = f"""
+import atexit, sys
+atexit.register(lambda: print(sorted(m for m in sys.modules if m.startswith("opentelemetry.sdk")),
+                              file=sys.stderr))
+from specgen.cli import main
+sys.argv = ["specgen", "run", {str(tmp_path / "code.js")!r}, "--grants", {str(tmp_path / "grants.json")!r},
+            "--profile", "p", "--caller", "agent", "--json"]
+main()
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env["TELEMETRY_KEY"] = KEY
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "[]", done.stderr
+    assert len(api.requests) == 1
+
+
+def test_off_by_default_the_mcp_server_never_imports_the_sdk(tmp_path: Path) -> None:
+    """An MCP server built and called with no OTEL_* variable loads no SDK module."""
+    script = """
 import sys
-from runtime import Limits, run_with_grant
-from tests.runtime.loopback import profile
-grant = profile({api.url!r}, {KEY!r}, ("GET /v1/items/*",))
-out = run_with_grant('await host.get("/v1/items/1")', grant, limits=Limits(timeout_s=10))
-assert out.result.exit_code == 0, out.result.stderr
+from runtime import telemetry
+from runtime.mcp import server
+assert not telemetry.enabled()
 print(sorted(m for m in sys.modules if m.startswith("opentelemetry.sdk")))
 """
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
@@ -153,7 +188,17 @@ print(sorted(m for m in sys.modules if m.startswith("opentelemetry.sdk")))
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
-    assert len(api.requests) == 1
+
+
+def test_otel_sdk_disabled_wins_over_an_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+    monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
+    assert telemetry.configure() is False
+    monkeypatch.setenv("OTEL_SDK_DISABLED", "false")
+    try:
+        assert telemetry.configure() is True
+    finally:
+        telemetry.configure(enabled=False)
 
 
 class _Receiver(BaseHTTPRequestHandler):
@@ -217,10 +262,18 @@ assert out.result.exit_code == 0, out.result.stderr
         assert secret.encode() not in raw
 
 
+@pytest.mark.parametrize("tier", ["process", "worker"])
 def test_mcp_tools_call_span_parents_the_run_and_its_upstream_call(
-    api: FakeAPI, exported, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    api: FakeAPI,
+    exported,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+    tier: str,
 ) -> None:
-    """Over the official SDK client, in process: tools/call execute -> run -> upstream."""
+    """Over the official SDK client, in process: tools/call execute -> run -> upstream.
+    On the worker tier the engine is another process and the broker, here, makes the
+    upstream span inside the run span."""
     import anyio
     from mcp.client.client import Client
 
@@ -253,7 +306,10 @@ def test_mcp_tools_call_span_parents_the_run_and_its_upstream_call(
         "allow": ["POST /v1/items"],
     }
     (tmp_path / "grants.json").write_text(json.dumps({"profiles": {"p": grant}}), "utf-8")
-    opened = open_grant(tmp_path / "grants.json", "p", "agent", timeout_s=5.0)
+    workers = 1 if tier == "worker" else 0
+    opened = open_grant(tmp_path / "grants.json", "p", "agent", timeout_s=5.0, workers=workers)
+    if opened._pool is not None:
+        request.addfinalizer(opened._pool.close)
     server = build_server(prepare(str(tmp_path / "spec.json"), opened))
     code = f'await host.post("/v1/items", {{text: "{SECRET_BODY}"}}); console.log("ok")'
 
@@ -275,6 +331,8 @@ def test_mcp_tools_call_span_parents_the_run_and_its_upstream_call(
     assert run.parent is not None and run.parent.span_id == tool.context.span_id
     assert upstream.parent is not None and upstream.parent.span_id == run.context.span_id
     assert run.attributes["plimsoll.caller"] == "agent"
+    assert run.attributes["plimsoll.isolation"] == tier
+    assert run.start_time <= upstream.start_time <= upstream.end_time <= run.end_time
     durations = _metric(reader, "mcp.server.operation.duration")
     calls = [p for p in durations if p["attributes"]["mcp.method.name"] == "tools/call"]
     assert [p["attributes"]["gen_ai.tool.name"] for p in calls] == ["execute"]
