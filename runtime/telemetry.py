@@ -169,6 +169,8 @@ class _Telemetry:
         if getattr(self, "_down", False):  # configure() and exit may both ask
             return
         self._down = True
+        if _relay is not None and _relay.target is self.span_processor:
+            _relay.target = None  # the MCP SDK's spans stop here too
         for part in (self.span_processor, self.meter_provider, self.logger_provider):
             with contextlib.suppress(Exception):
                 part.shutdown()
