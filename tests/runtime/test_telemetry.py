@@ -339,3 +339,55 @@ def test_mcp_tools_call_span_parents_the_run_and_its_upstream_call(
     text = _everything(spans, reader, logs)
     for secret in SECRETS:
         assert secret not in text
+
+
+def test_query_and_header_values_never_reach_a_span_or_metric(exported) -> None:
+    """A structured call (the generated client's shape) with distinctive path, query
+    and header values: the broker's span and metrics carry only names and templates."""
+    import httpx
+    import respx
+
+    from runtime import Broker, HostRequest, Profile, Secret
+    from specgen.allow import parse_entry
+
+    spans, reader, logs = exported
+    entry = parse_entry(
+        {"route": "GET /v1/users/*/items", "query": ["q"], "headers": ["X-Request-Id"]}
+    )
+    grant = Profile(
+        name="p",
+        base_url="https://api.internal",
+        global_name="host",
+        allowed_callers=("*",),
+        allow=(entry.route,),
+        entries=(entry,),
+        token=Secret(KEY),
+    )
+    header_value = "headervalue-4d4d4d"
+    query_value = "queryvalue-51bd02"
+    with respx.mock(base_url="https://api.internal") as router:
+        router.route().mock(return_value=httpx.Response(200, json={"ok": True}))
+        broker = Broker(grant, caller="carol")
+        run = telemetry.start_run(broker, "p", caller="carol", tier="process", trace_id=None)
+        reply = broker(
+            HostRequest(
+                "GET",
+                "",
+                None,
+                route="/v1/users/*/items",
+                values=(SECRET_PATH,),
+                query=(("q", query_value),),
+                headers=(("X-Request-Id", header_value),),
+            )
+        )
+        sent = router.calls.last.request
+        snapshot = broker.close()
+    assert reply.status == 200
+    assert query_value in str(sent.url) and sent.headers["X-Request-Id"] == header_value
+    assert run is not None
+    run.finish(0, False, snapshot.denied)
+    finished = {s.name: s for s in spans.get_finished_spans()}
+    assert finished["GET /v1/users/*/items"].attributes["url.template"] == "/v1/users/*/items"
+    text = _everything(spans, reader, logs)
+    for secret in (KEY, SECRET_PATH, query_value, header_value):
+        assert secret not in text
