@@ -14,6 +14,7 @@ only (a test pins the list, another draws the import graph):
       run_clock.py the run's deadline, stopped while a call waits for a person's approval
       approvers.py how `specgen run` asks for approval: the terminal, or --approve
       pool.py      RunPool: warm worker processes, runs on every core
+      telemetry.py OpenTelemetry spans, metrics and audit logs; off (no SDK) unless asked
       cli.py       `specgen run`
 
       tiers/       the isolation tiers: the engine in another process than the key

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import contextvars
 import dataclasses
 import itertools
 import multiprocessing
@@ -55,6 +56,7 @@ from typing import Any
 
 import orjson
 
+from runtime import telemetry
 from runtime.broker import Grants, Profile, audit_line, load
 from runtime.broker.approval import Answer, Approver, Question
 from runtime.broker.trace import CallTrace, listen_for_admissions
@@ -165,6 +167,9 @@ def _worker_main(conn: Connection, grants_path: str) -> None:
     except BaseException as exc:
         conn.send(("err", _picklable(exc)))
         return
+    # A worker's runs export nothing: it ends with os._exit, before any export, and its
+    # spans would have no parent (the parent's run has none on this tier either).
+    telemetry.configure(enabled=False)
     conn.send(("ready", os.getpid()))
     sending = threading.Lock()
 
@@ -358,7 +363,7 @@ class RunPool:
         self.workers = max(1, workers or self.default_workers())
         self._start_error: BaseException | None = None
         self._jobs: queue.SimpleQueue[
-            tuple[concurrent.futures.Future, tuple, Approver | None] | None
+            tuple[concurrent.futures.Future, tuple, Approver | None, contextvars.Context] | None
         ] = queue.SimpleQueue()
         self._ready = [threading.Event() for _ in range(self.workers)]
         self._closed = False
@@ -420,7 +425,7 @@ class RunPool:
             item = self._jobs.get()
             if item is None:
                 break
-            future, job, approver = item
+            future, job, approver, _ = item
             if not future.set_running_or_notify_cancel():
                 continue
             if kind == "err" or proc is None or conn is None:  # every job hears why
@@ -493,7 +498,7 @@ class RunPool:
             item = self._jobs.get()
             if item is None:
                 break
-            future, job, approver = item
+            future, job, approver, context = item
             if not future.set_running_or_notify_cancel():
                 continue
             if isinstance(engine, BaseException):
@@ -517,7 +522,10 @@ class RunPool:
                     memory_mb=options.get("memory_mb", DEFAULT_MEMORY_MB),
                     clock=options.get("clock", "real"),
                 )
-                outcome = run_isolated(
+                # In the submitter's context, so the run's span is a child of the
+                # span that asked for it (an MCP tools/call).
+                outcome = context.run(
+                    run_isolated,
                     engine,
                     code,
                     profile,
@@ -579,7 +587,7 @@ class RunPool:
         if self._closed:
             raise RuntimeError("the RunPool is closed")
         future: concurrent.futures.Future[RunOutcome] = concurrent.futures.Future()
-        self._jobs.put((future, job, approver))
+        self._jobs.put((future, job, approver, contextvars.copy_context()))
         return future
 
     def run(self, code: str, profile: Profile | str, *, caller: str, **options: Any) -> RunOutcome:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from runtime import sandbox
+from runtime import sandbox, telemetry
 from runtime.broker import Broker, Profile, TraceSnapshot, audit_line, check_trace_id
 from runtime.broker.approval import Approver
 from runtime.errors import GrantsError, Refusal, RunInputError
@@ -91,6 +91,9 @@ def run_with_grant(
         run_clock=clock,
         approver=approver,
     )
+    span = telemetry.start_run(
+        broker, profile.name, caller=caller, tier="process", trace_id=trace_id
+    )
     started = time.monotonic()
     try:
         result = sandbox.run(
@@ -106,17 +109,20 @@ def run_with_grant(
             result = _internal(started, "EngineError")
         else:  # the engine could not be set up: nothing ran, nothing reached the API
             _close(broker)
+            telemetry.end_run(span)
             raise
     except Exception as exc:
         result = _internal(started, type(exc).__name__)
     snapshot = _close(broker)
     # Calls the sandbox refused itself never reached the broker; they are denied too.
     snapshot = dataclasses.replace(snapshot, denied=snapshot.denied + result.refused_calls)
-    return RunOutcome(
+    outcome = RunOutcome(
         result=result,
         trace=snapshot,
         audit=audit_line(profile.name, snapshot, trace_id, isolation="process"),
     )
+    telemetry.end_run(span, outcome)
+    return outcome
 
 
 def _checked(limits: sandbox.Limits) -> sandbox.Limits:

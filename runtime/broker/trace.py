@@ -24,6 +24,7 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import orjson
 
@@ -151,7 +152,13 @@ def _row_dict(row: TraceRow) -> dict[str, object]:
 
 
 class CallTrace:
-    """Thread-safe accumulator the broker writes into during one run."""
+    """Thread-safe accumulator the broker writes into during one run.
+
+    `observer`, when set (runtime/telemetry.py, only while telemetry is on), hears of
+    each refusal and each row with the same metadata the row keeps, outside the lock.
+    """
+
+    observer: Any = None
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -169,6 +176,13 @@ class CallTrace:
         with self._lock:
             self._denied += 1
             self._refuse(rule, route)
+        self._observe_refusal(rule, route)
+
+    def _observe_refusal(self, rule: str, route: Route | None) -> None:
+        observer = self.observer
+        if observer is not None:
+            method, path = (route.method.upper(), route.path) if route is not None else ("", "")
+            observer.denied(rule, method, path)
 
     def _refuse(self, rule: str, route: Route | None) -> None:
         if len(self._refused) < MAX_ROWS:
@@ -191,6 +205,7 @@ class CallTrace:
         with self._lock:
             self._shed += 1
             self._refuse("breaker_open", route)
+        self._observe_refusal("breaker_open", route)
 
     def record(
         self,
@@ -212,6 +227,16 @@ class CallTrace:
         the call takes the next number now. Rows past MAX_ROWS by `seq` are only counted,
         so which rows are kept does not depend on the order calls finished in.
         """
+        observer = self.observer
+        if observer is not None:  # rows past the cap too: every call is exported
+            observer.row(
+                route.method.upper(),
+                route.path,
+                status,
+                latency_s,
+                str(failure) if failure is not None else None,
+                approval,
+            )
         with self._lock:
             if seq is None:
                 self._seq += 1

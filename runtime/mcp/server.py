@@ -38,6 +38,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
+from runtime import telemetry
 from runtime.mcp import guard
 from runtime.mcp.approval import ElicitApprover, can_elicit
 from runtime.mcp.audit import AuditLog
@@ -292,6 +293,7 @@ def build_server(
         annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
         structured_output=False,
     )
+    telemetry.instrument_mcp(server)
     return server
 
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import httpx
 
-from runtime import sandbox
+from runtime import sandbox, telemetry
 from runtime.broker import Broker, Profile, audit_line
 from runtime.broker.approval import Approver
 from runtime.broker.handler import MAX_IN_FLIGHT
@@ -245,6 +245,9 @@ def run_isolated(
         run_clock=clock,
         approver=approver,
     )
+    span = telemetry.start_run(
+        broker, profile.name, caller=caller, tier=engine.tier, trace_id=trace_id
+    )
     started = time.monotonic()
     senders: ThreadPoolExecutor | None = None
     probe = scan_memory_for is not None
@@ -340,9 +343,11 @@ def run_isolated(
     hits = 0
     if scan_memory_for:
         hits = sum(memory.count(scan_memory_for.encode(enc)) for enc in ("utf-8", "utf-16-le"))
-    return RunOutcome(
+    outcome = RunOutcome(
         result=result,
         trace=snapshot,
         audit=audit_line(profile.name, snapshot, trace_id, isolation=engine.tier),
         memory_hits=hits,
     )
+    telemetry.end_run(span, outcome)
+    return outcome
