@@ -25,9 +25,9 @@ from runtime import (
     run_profile,
     run_with_grant,
 )
-from runtime.cli import run
 from runtime.broker import audit_line
 from runtime.broker.trace import CallTrace, format_table
+from runtime.cli import run
 from specgen.routes import Route
 from tests.runtime.loopback import FakeAPI
 from tests.runtime.loopback import profile as make_profile
