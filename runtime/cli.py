@@ -162,7 +162,13 @@ def _refusals(func: F) -> F:
     help="The operator's grants file.",
 )
 @click.option(
-    "--profile", "profile_name", required=True, help="The grant profile this run selects."
+    "--profile",
+    "profile_names",
+    required=True,
+    multiple=True,
+    help="The grant profile this run selects; repeatable: each profile's client is then"
+    " its own global in the one sandbox (globals must differ), each call decided and sent"
+    " with its own profile's grant and credential.",
 )
 @click.option(
     "--caller",
@@ -171,9 +177,12 @@ def _refusals(func: F) -> F:
 )
 @click.option(
     "--base-url",
-    default=None,
+    "base_urls",
+    multiple=True,
+    metavar="[PROFILE=]URL",
     help="Send the grant's calls to this origin instead (e.g. a loopback fake); it must be"
-    " the profile's base_url or listed in its base_url_overrides.",
+    " the profile's base_url or listed in its base_url_overrides. With several --profile,"
+    " PROFILE=URL names the profile it moves (repeatable).",
 )
 @click.option(
     "--trace-id",
@@ -229,9 +238,9 @@ def _refusals(func: F) -> F:
 def run(
     code_args: tuple[Path, ...],
     grants_file: Path,
-    profile_name: str,
+    profile_names: tuple[str, ...],
     caller: str,
-    base_url: str | None,
+    base_urls: tuple[str, ...],
     trace_id: str | None,
     timeout_s: float,
     memory_mb: int,
@@ -257,9 +266,15 @@ def run(
             " and 4096"
         )
     trace_ids = _trace_ids(trace_id, len(files) if batch else 0)
-    profile = _select(load_grants(grants_file), profile_name, caller)
-    if base_url is not None:
-        profile = profile.with_base_url(base_url)
+    grants = load_grants(grants_file)
+    chosen = tuple(_select(grants, name, caller) for name in profile_names)
+    moved = _base_urls(base_urls, profile_names)
+    chosen = tuple(p.with_base_url(moved[p.name]) if p.name in moved else p for p in chosen)
+    # One profile runs as it always did; several are one run (runtime/profile_set.py).
+    profile: Profile | tuple[Profile, ...] = chosen[0] if len(chosen) == 1 else chosen
+    by_name: str | tuple[str, ...] = (
+        profile_names[0] if len(profile_names) == 1 else tuple(profile_names)
+    )
     limits = Limits(timeout_s=timeout_s, memory_mb=memory_mb)
     if isolation is None:
         isolation = "worker" if batch and workers != 0 else "process"
@@ -307,7 +322,7 @@ def run(
                     code,
                     # By name unless --base-url moved it: the workers read the profile
                     # and its key from the grants file themselves (RunPool's rule).
-                    profile if base_url is not None else profile_name,
+                    profile if moved else by_name,
                     caller=caller,
                     timeout_s=timeout_s,
                     memory_mb=memory_mb,
@@ -398,9 +413,31 @@ def _approver(values: tuple[str, ...]) -> Approver | None:
     return TerminalApprover.open()
 
 
+def _base_urls(values: tuple[str, ...], names: tuple[str, ...]) -> dict[str, str]:
+    """--base-url values by the profile each moves: URL alone for a run of one profile,
+    PROFILE=URL to name one of several."""
+    if len(set(names)) != len(names):
+        raise RunInputError("--profile: each profile once")
+    moved: dict[str, str] = {}
+    for value in values:
+        name, sep, url = value.partition("=")
+        if not sep or "://" in name:
+            if len(names) != 1:
+                raise RunInputError(
+                    f"--base-url {_q(value)}: with several --profile, write PROFILE=URL"
+                )
+            name, url = names[0], value
+        if name not in names:
+            raise RunInputError(f"--base-url {_q(value)}: {_q(name)} is not a --profile")
+        if name in moved:
+            raise RunInputError(f"--base-url: profile {_q(name)} is moved twice")
+        moved[name] = url
+    return moved
+
+
 def _in_process(
     code: str,
-    profile: Profile,
+    profile: Profile | tuple[Profile, ...],
     limits: Limits,
     trace_id: str | None,
     caller: str,

@@ -63,6 +63,12 @@ class HostRequest:
     #: Uint8Array's bytes. Never together with `body`. It travels beside the envelope so
     #: 10 MiB of bytes is one copy, not a JSON string escaped, scanned and decoded.
     payload: bytes | None = None
+    #: The global whose client made the call (`github` for `github.repos_get(...)`), as
+    #: the guest's envelope names it. A run given several profiles hands each call to
+    #: the broker of the profile with that global; the guest can write any name here,
+    #: so it only picks among the profiles the run was given, each deciding its own
+    #: calls. A run of one profile ignores it.
+    client: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,8 @@ run costs in-process plus one round trip over a pipe.
 Where the key lives: never on the pipe. A worker reads the operator's grants file itself
 when it starts (the same file and environment as the parent), so its broker holds the
 key it loaded; the parent sends only the code, the profile's name, the caller and the
-limits. A `Profile` may be submitted instead of a name (the example aims one at its
+limits. A tuple of profiles (names or Profiles) is one run of them all together
+(runtime/profile_set.py). A `Profile` may be submitted instead of a name (the example aims one at its
 loopback fake with `with_base_url`): it is sent without its token or token block
 (`Secret` refuses pickling, and both fields are cleared first), and the worker starts again from its own
 profile of that name, applies only the two overrides a Profile offers (`with_base_url`,
@@ -116,6 +117,33 @@ def _own_profile(sent: Profile | str) -> Profile:
     return own
 
 
+#: What a job names: a profile (by name, or token-less), or several for one run.
+_Sent = Profile | str | tuple[Profile | str, ...]
+
+
+def _own_profiles(sent: _Sent) -> Profile | tuple[Profile, ...]:
+    """`_own_profile` of each profile a job names (a run of several profiles)."""
+    if isinstance(sent, tuple):
+        return tuple(_own_profile(each) for each in sent)
+    return _own_profile(sent)
+
+
+def _scanned_key(profile: Profile | tuple[Profile, ...]) -> str:
+    """The key a memory scan looks for: the one profile's own (a scan is of one profile)."""
+    if isinstance(profile, tuple):
+        raise GrantsError("scan_memory is for a run of one profile")
+    if profile.token is None:
+        raise GrantsError(f'grant "{profile.name}": scan_memory needs a profile with a key')
+    return profile.token.reveal()
+
+
+def _names(sent: _Sent) -> str | tuple[str, ...]:
+    """The profile name(s) a job's audit line names."""
+    if isinstance(sent, tuple):
+        return tuple(each.name if isinstance(each, Profile) else each for each in sent)
+    return sent.name if isinstance(sent, Profile) else sent
+
+
 class _ParentApprover:
     """A worker's approval channel: the question goes to the parent, which owns the
     person's channel (the terminal, the MCP session), on the run's own pipe; the parent
@@ -146,17 +174,15 @@ _ANSWER_GRACE_S = 5.0
 _WORKER_CONN: tuple[Connection, threading.Lock] | None = None
 
 
-def _run_job(code: str, sent: Profile | str, caller: str, options: dict[str, Any]) -> RunOutcome:
-    profile = _own_profile(sent)
+def _run_job(code: str, sent: _Sent, caller: str, options: dict[str, Any]) -> RunOutcome:
+    profile = _own_profiles(sent)
     channel = options.pop("approval_channel", None)
     if channel is not None and _WORKER_CONN is not None:
         options["approver"] = _ParentApprover(*_WORKER_CONN, channel)
     if options.pop("scan_memory", False):
         # The key to look for is the worker's own, read from the grants file: the parent
         # asks for the scan, it never sends the key (job_args).
-        if profile.token is None:
-            raise GrantsError(f'grant "{profile.name}": scan_memory needs a profile with a key')
-        options["scan_memory_for"] = profile.token.reveal()
+        options["scan_memory_for"] = _scanned_key(profile)
     return run_profile(code, profile, caller=caller, **options)
 
 
@@ -236,7 +262,7 @@ WORKER_DIED = "worker_died"
 
 
 def _lost(
-    job: tuple[str, Profile | str, str, dict[str, Any]],
+    job: tuple[str, _Sent, str, dict[str, Any]],
     duration_s: float,
     admitted: Sequence[tuple[int, str, str]] = (),
 ) -> RunOutcome:
@@ -249,7 +275,7 @@ def _lost(
     passes for a run that made no call nor claims an outcome nobody saw.
     """
     _, sent, _, options = job
-    name = sent.name if isinstance(sent, Profile) else sent
+    name = _names(sent)
     trace = CallTrace()
     for seq, method, route in admitted:
         trace.record(
@@ -300,7 +326,7 @@ def _context() -> multiprocessing.context.BaseContext:
 
 def job_args(
     code: str,
-    profile: Profile | str,
+    profile: _Sent,
     *,
     caller: str,
     timeout_s: float | None = None,
@@ -308,13 +334,15 @@ def job_args(
     clock: str = "real",
     trace_id: str | None = None,
     scan_memory: bool = False,
-) -> tuple[str, Profile | str, str, dict[str, Any]]:
+) -> tuple[str, _Sent, str, dict[str, Any]]:
     """Exactly what crosses the pipe for one run: never a token (a test pickles it)."""
-    if isinstance(profile, Profile):
+    if isinstance(profile, tuple):
+        sent: _Sent = tuple(job_args(code, each, caller=caller)[1] for each in profile)  # type: ignore[misc]
+    elif isinstance(profile, Profile):
         if not profile.allows(caller):  # checked again in the worker
             raise GrantsError(MSG_NOT_AVAILABLE.format(name=f'"{profile.name}"'))
         # The token block holds the key(s) too (header, query, basic, jwt signing key).
-        sent: Profile | str = dataclasses.replace(profile, token=None, credential=None)
+        sent = dataclasses.replace(profile, token=None, credential=None)
     else:
         sent = profile
     options: dict[str, Any] = {"clock": clock, "trace_id": trace_id}
@@ -476,8 +504,10 @@ class RunPool:
             return IsolationError(f"--isolation {self.isolation}: warming the engine failed: {exc}")
         return engine
 
-    def _profile_for(self, sent: Profile | str, caller: str) -> Profile:
+    def _profile_for(self, sent: _Sent, caller: str) -> Profile | tuple[Profile, ...]:
         """The profile a run uses on an isolated tier, from this process's own grants."""
+        if isinstance(sent, tuple):
+            return tuple(self._profile_for(each, caller) for each in sent)  # type: ignore[misc]
         if isinstance(sent, Profile):
             profile = sent  # the submitter's own, key included: it never leaves this process
         else:
@@ -513,10 +543,7 @@ class RunPool:
             try:
                 profile = self._profile_for(sent, caller)
                 scan = options.pop("scan_memory", False)
-                if scan and profile.token is None:
-                    raise GrantsError(
-                        f'grant "{profile.name}": scan_memory needs a profile with a key'
-                    )
+                scanned = _scanned_key(profile) if scan else None
                 limits = Limits(
                     timeout_s=options.get("timeout_s", DEFAULT_TIMEOUT_S),
                     memory_mb=options.get("memory_mb", DEFAULT_MEMORY_MB),
@@ -532,7 +559,7 @@ class RunPool:
                     caller=caller,
                     limits=limits,
                     trace_id=options.get("trace_id"),
-                    scan_memory_for=profile.token.reveal() if scan and profile.token else None,
+                    scan_memory_for=scanned,
                     approver=approver,
                 )
             except BaseException as exc:
@@ -553,7 +580,7 @@ class RunPool:
     def submit(
         self,
         code: str,
-        profile: Profile | str,
+        profile: _Sent,
         *,
         caller: str,
         timeout_s: float | None = None,
@@ -590,7 +617,7 @@ class RunPool:
         self._jobs.put((future, job, approver, contextvars.copy_context()))
         return future
 
-    def run(self, code: str, profile: Profile | str, *, caller: str, **options: Any) -> RunOutcome:
+    def run(self, code: str, profile: _Sent, *, caller: str, **options: Any) -> RunOutcome:
         """`submit(...).result()`: a drop-in for `run_profile` on any thread."""
         return self.submit(code, profile, caller=caller, **options).result()
 

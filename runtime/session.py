@@ -24,10 +24,20 @@ from dataclasses import dataclass
 import httpx
 
 from runtime import sandbox, telemetry
-from runtime.broker import Broker, Profile, TraceSnapshot, audit_line, check_trace_id
+from runtime.broker import Broker, TraceSnapshot, audit_line, check_trace_id
 from runtime.broker.approval import Approver
+from runtime.broker.several import BrokerSet
 from runtime.errors import GrantsError, Refusal, RunInputError
 from runtime.messages import MSG_NOT_AVAILABLE
+from runtime.profile_set import (
+    Profiles,
+    as_profiles,
+    audit_name,
+    guest_grant,
+    open_broker,
+    run_name,
+    total_calls,
+)
 from runtime.run_clock import RunClock
 
 #: Host calls the sandbox lets through beyond the broker's own budget, so that calls
@@ -49,7 +59,7 @@ class RunOutcome:
 
 def run_with_grant(
     code: str,
-    profile: Profile,
+    profile: Profiles,
     *,
     limits: sandbox.Limits | None = None,
     trace_id: str | None = None,
@@ -64,26 +74,25 @@ def run_with_grant(
     the broker's HTTP transport (tests); `memory_probe` receives the guest's linear
     memory at the end (key-confinement tests). `caller` is who asked for the run: a jwt
     profile mints its per-run token for it, and refuses (GrantsError) without one.
+    `profile` may be a tuple of profiles (runtime/profile_set.py): each one's client is
+    then its own global in the one sandbox, each call decided by its own profile's broker.
     """
     if not isinstance(code, str):
         raise RunInputError(f"code must be a str, not {type(code).__name__}")
-    if not isinstance(profile, Profile):
-        raise RunInputError(f"profile must be a Profile, not {type(profile).__name__}")
+    profiles = as_profiles(profile)
     if trace_id is not None:
         check_trace_id(trace_id)
     limits = _checked(limits if limits is not None else sandbox.Limits())
     limits = dataclasses.replace(
         limits,
-        max_host_calls=max(limits.max_host_calls, profile.max_calls + _SANDBOX_CALL_HEADROOM),
+        max_host_calls=max(limits.max_host_calls, total_calls(profiles) + _SANDBOX_CALL_HEADROOM),
     )
-    grant = sandbox.GuestGrant(
-        global_name=profile.global_name, allow=profile.allow, preamble=profile.preamble
-    )
+    grant = guest_grant(profiles)
     # Taken before the sandbox starts its own clock, so no upstream call outlives the run.
     deadline = time.monotonic() + limits.timeout_s
     clock = RunClock(limits.timeout_s)
-    broker = Broker(
-        profile,
+    broker = open_broker(
+        profiles,
         deadline=deadline,
         transport=transport,
         caller=caller,
@@ -92,7 +101,7 @@ def run_with_grant(
         approver=approver,
     )
     span = telemetry.start_run(
-        broker, profile.name, caller=caller, tier="process", trace_id=trace_id
+        broker, run_name(profiles), caller=caller, tier="process", trace_id=trace_id
     )
     started = time.monotonic()
     try:
@@ -119,7 +128,7 @@ def run_with_grant(
     outcome = RunOutcome(
         result=result,
         trace=snapshot,
-        audit=audit_line(profile.name, snapshot, trace_id, isolation="process"),
+        audit=audit_line(audit_name(profiles), snapshot, trace_id, isolation="process"),
     )
     telemetry.end_run(span, outcome)
     return outcome
@@ -159,7 +168,7 @@ def _internal(started: float, kind: str) -> sandbox.RunResult:
     )
 
 
-def _close(broker: Broker) -> TraceSnapshot:
+def _close(broker: Broker | BrokerSet) -> TraceSnapshot:
     """End the broker's session; its trace survives even a failure to close the client."""
     try:
         return broker.close()
@@ -169,7 +178,7 @@ def _close(broker: Broker) -> TraceSnapshot:
 
 def run_profile(
     code: str,
-    profile: Profile,
+    profile: Profiles,
     *,
     caller: str,
     timeout_s: float = sandbox.DEFAULT_TIMEOUT_S,
@@ -184,10 +193,12 @@ def run_profile(
     The caller is checked again here (same message as selection), so code holding a
     Profile cannot run it for a caller the operator did not list. `scan_memory_for`
     counts the string's UTF-8 and UTF-16 occurrences in the guest's linear memory after
-    the run: the example uses it to show the key is nowhere in the sandbox.
+    the run: the example uses it to show the key is nowhere in the sandbox. With a tuple
+    of profiles, every one of them must allow the caller.
     """
-    if not profile.allows(caller):
-        raise GrantsError(MSG_NOT_AVAILABLE.format(name=f'"{profile.name}"'))
+    for each in as_profiles(profile):
+        if not each.allows(caller):
+            raise GrantsError(MSG_NOT_AVAILABLE.format(name=f'"{each.name}"'))
     snapshots: list[bytes] = []
     outcome = run_with_grant(
         code,

@@ -243,8 +243,12 @@ class RunSpan:
 
     # -- the broker trace's observer (runtime.broker.trace.CallTrace.observer) --------
 
-    def denied(self, rule: str, method: str, route: str) -> None:
-        attributes = {**self._common, RULE: rule}
+    def _labels(self, profile: str | None) -> dict[str, str]:
+        """The run's labels; in a run of several profiles, the one that decided the call."""
+        return self._common if profile is None else {**self._common, PROFILE: profile}
+
+    def denied(self, rule: str, method: str, route: str, profile: str | None = None) -> None:
+        attributes = {**self._labels(profile), RULE: rule}
         if route:
             attributes.update({HTTP_METHOD: method, URL_TEMPLATE: route})
         self._t.denied.add(1, attributes)
@@ -257,12 +261,14 @@ class RunSpan:
         latency_s: float,
         failure: str | None,
         approval: tuple[str, str, float] | None,
+        profile: str | None = None,
     ) -> None:
         from opentelemetry.trace import SpanKind, StatusCode
 
+        labels = self._labels(profile)
         end = time.time_ns()
         start = max(self.started_ns, end - int(latency_s * 1e9))
-        attributes: dict[str, Any] = {**self._common, HTTP_METHOD: method, URL_TEMPLATE: route}
+        attributes: dict[str, Any] = {**labels, HTTP_METHOD: method, URL_TEMPLATE: route}
         if status > 0:
             attributes[HTTP_STATUS] = status
         error = failure if failure is not None else (str(status) if status >= 400 else None)
@@ -270,7 +276,7 @@ class RunSpan:
             attributes[ERROR_TYPE] = error
         if approval is not None:
             attributes.update({VERDICT: approval[0], CHANNEL: approval[1]})
-            self._t.approvals.add(1, {**self._common, VERDICT: approval[0], CHANNEL: approval[1]})
+            self._t.approvals.add(1, {**labels, VERDICT: approval[0], CHANNEL: approval[1]})
         span = self._t.tracer.start_span(
             f"{method} {route}",
             context=self._context,

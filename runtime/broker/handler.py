@@ -42,7 +42,7 @@ from runtime.broker.calls import CallRefused
 from runtime.broker.credentials import credential_for
 from runtime.broker.grants import Profile
 from runtime.broker.policy import Plan, Policy
-from runtime.broker.trace import CallTrace, TraceSnapshot
+from runtime.broker.trace import CallTrace, ProfileTrace, TraceSnapshot
 from runtime.broker.transport import DeadlineTransport
 from runtime.broker.upstream import MAX_RESPONSE_BODY, Failure, Fault, Upstream
 from runtime.contract import MAX_REQUEST_BODY_BYTES, HostReply, HostRequest
@@ -136,6 +136,8 @@ class Broker:
     the `time.monotonic()` clock: no upstream call outlives it. `caller` and
     `run_timeout_s` bind a jwt profile's per-run token (minted here, before any guest
     code runs; GrantsError when it cannot be); `clock` drives the breaker (tests).
+    `trace` is the profile's view of a trace shared with other profiles' brokers of the
+    same run (runtime/broker/several.py); by default the broker has its own.
     """
 
     def __init__(
@@ -151,6 +153,7 @@ class Broker:
         run_clock: RunClock | None = None,
         approver: Approver | None = None,
         quota_store: quotas.QuotaStore | None = None,
+        trace: CallTrace | ProfileTrace | None = None,
     ) -> None:
         self._profile = profile
         #: Where the profile's quotas are counted; opened at the first call they apply to
@@ -176,7 +179,8 @@ class Broker:
         self._open: dict[int, _Admitted] = {}
         #: Request bytes those calls hold (see MAX_HELD_REQUEST_BYTES).
         self._held = 0
-        self.trace = CallTrace()
+        #: Its own trace, or (a run of several profiles) its view of the run's one trace.
+        self.trace = trace if trace is not None else CallTrace()
         # Connections are the profile's, kept across runs in this process; the transport
         # (deadline, abort) and the channel are this run's own.
         self._transport = (

@@ -74,6 +74,9 @@ class TraceRow:
     approval: str | None = None
     approval_channel: str | None = None
     approval_wait_ms: float | None = None
+    #: The profile whose broker sent the call, in a run given several profiles; None
+    #: (and absent from the audit line) in a run of one, whose record names it once.
+    profile: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +87,8 @@ class RefusedCall:
     rule: str
     method: str = ""
     route: str = ""
+    #: The profile whose broker refused it, in a run of several profiles (else None).
+    profile: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +99,8 @@ class RouteCount:
     route: str
     calls: int
     delivered: int
+    #: The profile, in a run of several profiles (else None, and absent from the line).
+    profile: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +125,7 @@ class TraceSnapshot:
             "calls": [_row_dict(r) for r in self.rows],
             "denied": self.denied,
             "dropped": self.dropped,
-            "routes": [asdict(c) for c in self.routes],
+            "routes": [_count_dict(c) for c in self.routes],
         }
         if self.refused:
             # Only when there were refusals: a run with none keeps the line it always had.
@@ -132,10 +139,19 @@ class TraceSnapshot:
         return record
 
 
+def _count_dict(count: RouteCount) -> dict[str, object]:
+    out = asdict(count)
+    if count.profile is None:
+        del out["profile"]
+    return out
+
+
 def _refused_dict(refused: RefusedCall) -> dict[str, object]:
     out: dict[str, object] = {"rule": refused.rule}
     if refused.route:
         out.update(method=refused.method, route=refused.route)
+    if refused.profile is not None:
+        out["profile"] = refused.profile
     return out
 
 
@@ -148,6 +164,8 @@ def _row_dict(row: TraceRow) -> dict[str, object]:
     if row.approval is None:
         for key in ("approval", "approval_channel", "approval_wait_ms"):
             del out[key]
+    if row.profile is None:
+        del out["profile"]
     return out
 
 
@@ -166,28 +184,34 @@ class CallTrace:
         self._seq = 0
         self._denied = 0
         self._dropped = 0
-        self._counts: dict[tuple[str, str], list[int]] = {}
+        self._counts: dict[tuple[str | None, str, str], list[int]] = {}
         self._shed = 0
         self._refused: list[RefusedCall] = []
         self._approvals: dict[str, int] = {}
 
-    def deny(self, rule: str = "route_not_granted", route: Route | None = None) -> None:
+    def deny(
+        self,
+        rule: str = "route_not_granted",
+        route: Route | None = None,
+        *,
+        profile: str | None = None,
+    ) -> None:
         """Count a refused call under `rule`; `route` is the allow entry it matched, if any."""
         with self._lock:
             self._denied += 1
-            self._refuse(rule, route)
-        self._observe_refusal(rule, route)
+            self._refuse(rule, route, profile)
+        self._observe_refusal(rule, route, profile)
 
-    def _observe_refusal(self, rule: str, route: Route | None) -> None:
+    def _observe_refusal(self, rule: str, route: Route | None, profile: str | None) -> None:
         observer = self.observer
         if observer is not None:
             method, path = (route.method.upper(), route.path) if route is not None else ("", "")
-            observer.denied(rule, method, path)
+            observer.denied(rule, method, path, profile)
 
-    def _refuse(self, rule: str, route: Route | None) -> None:
+    def _refuse(self, rule: str, route: Route | None, profile: str | None = None) -> None:
         if len(self._refused) < MAX_ROWS:
             method, path = (route.method.upper(), route.path) if route is not None else ("", "")
-            self._refused.append(RefusedCall(rule, method, path))
+            self._refused.append(RefusedCall(rule, method, path, profile))
 
     def reserve(self, route: Route | None = None) -> int:
         """The next sequence number, taken when a call is admitted (in the guest's order);
@@ -200,12 +224,12 @@ class CallTrace:
             listener(seq, route.method.upper(), route.path)
         return seq
 
-    def shed(self, route: Route | None = None) -> None:
+    def shed(self, route: Route | None = None, *, profile: str | None = None) -> None:
         """Count a call the breaker refused; like a denied one, it has no row."""
         with self._lock:
             self._shed += 1
-            self._refuse("breaker_open", route)
-        self._observe_refusal("breaker_open", route)
+            self._refuse("breaker_open", route, profile)
+        self._observe_refusal("breaker_open", route, profile)
 
     def record(
         self,
@@ -220,6 +244,7 @@ class CallTrace:
         seq: int | None = None,
         failure: str | None = None,
         approval: tuple[str, str, float] | None = None,
+        profile: str | None = None,
     ) -> None:
         """Add a row for a call that went upstream; only the matched template is kept.
 
@@ -236,6 +261,7 @@ class CallTrace:
                 latency_s,
                 str(failure) if failure is not None else None,
                 approval,
+                profile,
             )
         with self._lock:
             if seq is None:
@@ -243,7 +269,7 @@ class CallTrace:
                 seq = self._seq
             if approval is not None:
                 self._approvals[approval[0]] = self._approvals.get(approval[0], 0) + 1
-            count = self._counts.setdefault((route.method.upper(), route.path), [0, 0])
+            count = self._counts.setdefault((profile, route.method.upper(), route.path), [0, 0])
             count[0] += 1
             count[1] += 1 if delivered else 0
             if seq > MAX_ROWS:
@@ -266,6 +292,7 @@ class CallTrace:
                     approval_wait_ms=round(approval[2] * 1000.0, 3)
                     if approval is not None
                     else None,
+                    profile=profile,
                 )
             )
 
@@ -273,9 +300,9 @@ class CallTrace:
         with self._lock:
             rows = tuple(sorted(self._rows, key=lambda row: row.seq))
             routes = tuple(
-                RouteCount(method, route, calls, delivered)
-                for (method, route), (calls, delivered) in sorted(
-                    self._counts.items(), key=lambda kv: (kv[0][1], kv[0][0])
+                RouteCount(method, route, calls, delivered, profile)
+                for (profile, method, route), (calls, delivered) in sorted(
+                    self._counts.items(), key=lambda kv: (kv[0][0] or "", kv[0][2], kv[0][1])
                 )
             )
             return TraceSnapshot(
@@ -287,6 +314,33 @@ class CallTrace:
                 tuple(self._refused),
                 tuple(sorted(self._approvals.items())),
             )
+
+
+class ProfileTrace:
+    """One profile's view of a trace that several profiles' brokers of one run share.
+
+    Each broker of a run given several profiles writes through its own view, so every
+    row, refusal and route count names the profile that decided it, while the sequence
+    numbers stay one sequence in the guest's order across all of them."""
+
+    def __init__(self, shared: CallTrace, profile: str) -> None:
+        self.shared = shared
+        self.profile = profile
+
+    def deny(self, rule: str = "route_not_granted", route: Route | None = None) -> None:
+        self.shared.deny(rule, route, profile=self.profile)
+
+    def reserve(self, route: Route | None = None) -> int:
+        return self.shared.reserve(route)
+
+    def shed(self, route: Route | None = None) -> None:
+        self.shared.shed(route, profile=self.profile)
+
+    def record(self, route: Route, **fields: object) -> None:
+        self.shared.record(route, profile=self.profile, **fields)  # type: ignore[arg-type]
+
+    def snapshot(self) -> TraceSnapshot:
+        return self.shared.snapshot()
 
 
 def check_trace_id(trace_id: str) -> str:
@@ -301,7 +355,7 @@ def check_trace_id(trace_id: str) -> str:
 
 
 def audit_line(
-    profile: str,
+    profile: str | tuple[str, ...],
     snapshot: TraceSnapshot,
     trace_id: str | None = None,
     *,
@@ -315,8 +369,18 @@ def audit_line(
     allow entry, past the row cap too), `refused` (only when a call was refused: each
     refusal's rule id, and the allow entry it matched when it matched one), `shed`
     (only when the breaker refused a call). Nothing else exists to be filled in.
+
+    A run given several profiles passes their names as a tuple: `profile` is then the
+    names joined by "," (a reader of one-profile lines still finds a string there) and
+    `profiles` lists them; each row, refusal and route count names its own profile.
     """
-    record: dict[str, object] = {"profile": profile}
+    if isinstance(profile, tuple) and len(profile) == 1:
+        profile = profile[0]
+    record: dict[str, object] = {
+        "profile": ",".join(profile) if isinstance(profile, tuple) else profile
+    }
+    if isinstance(profile, tuple):
+        record["profiles"] = list(profile)
     if trace_id is not None:
         record["trace_id"] = check_trace_id(trace_id)
     if isolation is not None:
@@ -360,6 +424,13 @@ def format_table(snapshot: TraceSnapshot) -> str:
             )
             for r in snapshot.rows
         ]
+        if any(r.profile is not None for r in snapshot.rows):
+            # Runs of several profiles only: which profile's broker decided each call.
+            header = (header[0], "profile", *header[1:])
+            body = [
+                (cells[0], r.profile or "", *cells[1:])
+                for cells, r in zip(body, snapshot.rows, strict=True)
+            ]
         if any(r.approval is not None for r in snapshot.rows):
             # Held calls only: a run without approvals keeps the table it always had.
             header = (*header, "approval")

@@ -3,7 +3,8 @@
 Two shapes: the reference's raw call `{method, path, body?}`, and the structured call
 the generated client sends, `{method, route, values?, query?, headers?, body?, type?}`:
 the route pattern with a `*` per path value, the values, the query and header
-parameters as objects, and the body's media type. The sandbox only checks the shape
+parameters as objects, and the body's media type. Either may name `client`, the global
+whose client made the call (a run of several profiles routes by it). The sandbox only checks the shape
 (scalars, arrays of scalars, objects of scalars); every rule about what may be sent is
 the broker's. Inside `query` and `headers` duplicate names are kept, not merged, so the
 broker can refuse them.
@@ -39,7 +40,7 @@ TEXT_TOO_LARGE = MSG_ENVELOPE_TOO_LARGE + "\n"
 TEXT_INVALID = MSG_ENVELOPE_INVALID + "\n"
 TEXT_BODY_TOO_LARGE = MSG_TOO_LARGE + "\n"
 STATUS_TOO_LARGE, STATUS_INVALID = 413, 400
-_KEYS = ("method", "path", "body", "route", "values", "query", "headers", "type")
+_KEYS = ("method", "path", "body", "route", "values", "query", "headers", "type", "client")
 _STRUCTURED = ("route", "values", "query", "headers", "type")
 _WS = " \t\n\r"
 
@@ -144,7 +145,8 @@ def decode(raw: bytes, payload: bytes | None = None) -> HostRequest | EnvelopeRe
     if "body" in fields:
         start, end, _ = fields["body"]
         body = text[start:end].encode("utf-8")
-    if not isinstance(method, str):
+    client = fields.get("client", (0, 0, None))[2]
+    if not isinstance(method, str) or not (client is None or isinstance(client, str)):
         return EnvelopeRefusal(STATUS_INVALID, TEXT_INVALID)
     if "route" not in fields:
         path = fields.get("path", (0, 0, ""))[2]
@@ -152,11 +154,11 @@ def decode(raw: bytes, payload: bytes | None = None) -> HostRequest | EnvelopeRe
             return EnvelopeRefusal(STATUS_INVALID, TEXT_INVALID)
         if payload is not None:  # the reference's raw call carries JSON only
             return EnvelopeRefusal(STATUS_INVALID, TEXT_INVALID)
-        return HostRequest(method, path, body)
+        return HostRequest(method, path, body, client=client)
     if payload is not None and body is not None:
         return EnvelopeRefusal(STATUS_INVALID, TEXT_INVALID)
     try:
-        return _structured(method, fields, body, payload)
+        return _structured(method, fields, body, payload, client)
     except ValueError:
         return EnvelopeRefusal(STATUS_INVALID, TEXT_INVALID)
 
@@ -195,6 +197,7 @@ def _structured(
     fields: dict[str, tuple[int, int, object]],
     body: bytes | None,
     payload: bytes | None = None,
+    client: str | None = None,
 ) -> HostRequest:
     if "path" in fields:
         raise ValueError("route and path together")
@@ -217,4 +220,5 @@ def _structured(
         headers=_params(fields, "headers"),
         media_type=media_type,
         payload=payload,
+        client=client,
     )

@@ -112,3 +112,34 @@ def prelude(global_name: str | None, allow: tuple[Route, ...] = (), preamble: st
         while len(_PRELUDES) > MAX_PRELUDES:
             _PRELUDES.popitem(last=False)
     return text
+
+
+#: Preludes of several grants lately composed, by each grant's (global, allow, preamble).
+_MANY: collections.OrderedDict[tuple[tuple[str, tuple[Route, ...], str], ...], str] = (
+    collections.OrderedDict()
+)
+
+
+def prelude_of(grants: tuple[tuple[str, tuple[Route, ...], str], ...]) -> str:
+    """The prelude of a run given several grants: the shims, then for each grant in
+    order its client (its own global) and its preamble. Nothing of one grant is in
+    another's client; each call names the global that made it (templates/client.js.j2)."""
+    if len(grants) == 1:
+        return prelude(*grants[0])
+    with _PRELUDES_LOCK:
+        held = _MANY.get(grants)
+        if held is not None:
+            _MANY.move_to_end(grants)
+            return held
+    parts = [SHIMS, "\n"]
+    for global_name, allow, preamble in grants:
+        parts.append(render_client(global_name, allow))
+        if preamble:
+            parts += ["\n", preamble]
+        parts.append("\n")
+    text = "".join(parts)
+    with _PRELUDES_LOCK:
+        _MANY[grants] = text
+        while len(_MANY) > MAX_PRELUDES:
+            _MANY.popitem(last=False)
+    return text

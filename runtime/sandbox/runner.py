@@ -362,7 +362,7 @@ def _trap_text(trap: wasmtime.Trap) -> str:
 def run(
     code: str,
     *,
-    grant: GuestGrant | None = None,
+    grant: GuestGrant | tuple[GuestGrant, ...] | None = None,
     handler: HostHandler | None = None,
     limits: Limits = Limits(),  # frozen dataclass: safe as a default
     memory_probe: Callable[[bytes], None] | None = None,
@@ -372,6 +372,8 @@ def run(
 
     `memory_probe`, when given, receives a copy of the guest's whole linear memory at the
     end of the run (a test hook for key-confinement checks; costs a copy of the memory).
+    `grant` may be several grants (a run of several profiles): each one's client is its
+    own global, in the order given, each followed by its preamble.
     `clock`, when given, is the run's clock shared with the handler: its deadline (made
     from `limits.timeout_s`) stops while the handler holds a call for a person's
     approval (runtime/run_clock.py).
@@ -391,7 +393,7 @@ def run(
 def _run(
     code: str,
     *,
-    grant: GuestGrant | None,
+    grant: GuestGrant | tuple[GuestGrant, ...] | None,
     handler: HostHandler | None,
     limits: Limits,
     memory_probe: Callable[[bytes], None] | None,
@@ -401,6 +403,10 @@ def _run(
     eng = get_engine()
     if grant is None:
         prelude = guest.prelude(None)
+    elif isinstance(grant, tuple):  # several profiles: one client (global) each
+        prelude = guest.prelude_of(
+            tuple((g.global_name, tuple(g.allow), g.preamble) for g in grant)
+        )
     else:
         prelude = guest.prelude(grant.global_name, tuple(grant.allow), grant.preamble)
     image = snapshot.image_for(eng, prelude)

@@ -33,10 +33,18 @@ from typing import Any
 import httpx
 
 from runtime import sandbox, telemetry
-from runtime.broker import Broker, Profile, audit_line
+from runtime.broker import Profile, audit_line
 from runtime.broker.approval import Approver
 from runtime.broker.handler import MAX_IN_FLIGHT
 from runtime.contract import HostReply
+from runtime.profile_set import (
+    as_profiles,
+    audit_name,
+    guest_grant,
+    open_broker,
+    run_name,
+    total_calls,
+)
 from runtime.run_clock import RunClock
 from runtime.sandbox.bridge import MAX_PENDING_CALLS
 from runtime.session import _SANDBOX_CALL_HEADROOM, RunOutcome, _checked
@@ -69,7 +77,7 @@ class EngineProcess:
     ) -> None:
         self.tier = tier
         argv = launch.command(tier, hidden, escape_hook=escape_hook)
-        self._images: set[tuple[str, tuple[tuple[str, str], ...], str]] = set()
+        self._images: set[tuple[tuple[str, tuple[tuple[str, str], ...], str], ...]] = set()
         self._writing = threading.Lock()
         self._stderr = b""
         try:
@@ -124,9 +132,12 @@ class EngineProcess:
     def read(self, deadline: float, *, max_blob: int = wire.MAX_BLOB_BYTES) -> tuple[dict, bytes]:
         return self._reader.read(deadline=deadline, max_blob=max_blob)
 
-    def warm(self, grant: sandbox.GuestGrant) -> None:
-        """Build the grant's memory image in the engine process, once."""
-        key = (grant.global_name, tuple((r.method, r.path) for r in grant.allow), grant.preamble)
+    def warm(self, grant: sandbox.GuestGrant | tuple[sandbox.GuestGrant, ...]) -> None:
+        """Build the grant's (or several grants') memory image in the engine process, once."""
+        grants = grant if isinstance(grant, tuple) else (grant,)
+        key = tuple(
+            (g.global_name, tuple((r.method, r.path) for r in g.allow), g.preamble) for g in grants
+        )
         if key in self._images:
             return
         self.send({"t": "warm", "grant": wire.grant_fields(grant)})
@@ -204,7 +215,7 @@ def _read(engine: EngineProcess, clock: RunClock, max_blob: int) -> tuple[dict[s
 def run_isolated(
     engine: EngineProcess,
     code: str,
-    profile: Profile,
+    profile: Profile | tuple[Profile, ...],
     *,
     caller: str | None,
     limits: sandbox.Limits | None = None,
@@ -224,20 +235,19 @@ def run_isolated(
         from runtime.broker import check_trace_id
 
         check_trace_id(trace_id)
+    profiles = as_profiles(profile)
     limits = _checked(limits if limits is not None else sandbox.Limits())
     limits = dataclasses.replace(
         limits,
-        max_host_calls=max(limits.max_host_calls, profile.max_calls + _SANDBOX_CALL_HEADROOM),
+        max_host_calls=max(limits.max_host_calls, total_calls(profiles) + _SANDBOX_CALL_HEADROOM),
     )
-    grant = sandbox.GuestGrant(
-        global_name=profile.global_name, allow=profile.allow, preamble=profile.preamble
-    )
+    grant = guest_grant(profiles)
     if not engine.alive:
         raise launch.IsolationError(f"--isolation {engine.tier}: the engine process has ended")
     deadline = time.monotonic() + limits.timeout_s
     clock = _ToldClock(limits.timeout_s, engine)
-    broker = Broker(
-        profile,
+    broker = open_broker(
+        profiles,
         deadline=deadline,
         transport=transport,
         caller=caller,
@@ -246,7 +256,7 @@ def run_isolated(
         approver=approver,
     )
     span = telemetry.start_run(
-        broker, profile.name, caller=caller, tier=engine.tier, trace_id=trace_id
+        broker, run_name(profiles), caller=caller, tier=engine.tier, trace_id=trace_id
     )
     started = time.monotonic()
     senders: ThreadPoolExecutor | None = None
@@ -346,7 +356,7 @@ def run_isolated(
     outcome = RunOutcome(
         result=result,
         trace=snapshot,
-        audit=audit_line(profile.name, snapshot, trace_id, isolation=engine.tier),
+        audit=audit_line(audit_name(profiles), snapshot, trace_id, isolation=engine.tier),
         memory_hits=hits,
     )
     telemetry.end_run(span, outcome)

@@ -189,6 +189,7 @@ def request_fields(request: HostRequest) -> tuple[dict[str, Any], bytes]:
         "query": [[n, _param_out(v)] for n, v in request.query],
         "headers": [[n, _param_out(v)] for n, v in request.headers],
         "media_type": request.media_type,
+        "client": request.client,
     }
     return fields, request.body or b""
 
@@ -207,6 +208,7 @@ def request_from(d: dict[str, Any], blob: bytes) -> HostRequest:
         query=_params_in(d.get("query"), "query"),
         headers=_params_in(d.get("headers"), "headers"),
         media_type=_opt_str(d, "media_type"),
+        client=_opt_str(d, "client"),
     )
 
 
@@ -239,8 +241,11 @@ def reply_from(d: dict[str, Any], blob: bytes) -> HostReply:
 # -- runs --------------------------------------------------------------------------------
 
 
-def grant_fields(grant: GuestGrant) -> dict[str, Any]:
-    """The guest's view of a grant: global name, allow list, preamble; never a key."""
+def grant_fields(grant: GuestGrant | tuple[GuestGrant, ...]) -> dict[str, Any]:
+    """The guest's view of a grant: global name, allow list, preamble; never a key.
+    Several grants (a run of several profiles) travel as `{"grants": [...]}`."""
+    if isinstance(grant, tuple):
+        return {"grants": [grant_fields(g) for g in grant]}
     return {
         "global_name": grant.global_name,
         "allow": [[r.method, r.path] for r in grant.allow],
@@ -248,7 +253,16 @@ def grant_fields(grant: GuestGrant) -> dict[str, Any]:
     }
 
 
-def grant_from(d: dict[str, Any]) -> GuestGrant:
+def grant_from(d: dict[str, Any]) -> GuestGrant | tuple[GuestGrant, ...]:
+    if "grants" in d:
+        many = d["grants"]
+        if not isinstance(many, list) or not many or not all(isinstance(g, dict) for g in many):
+            raise WireError("grants is not a list of grants")
+        return tuple(_one_grant(g) for g in many)
+    return _one_grant(d)
+
+
+def _one_grant(d: dict[str, Any]) -> GuestGrant:
     allow = d.get("allow")
     if not isinstance(allow, list):
         raise WireError("allow is not a list")

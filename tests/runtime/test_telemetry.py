@@ -391,3 +391,40 @@ def test_query_and_header_values_never_reach_a_span_or_metric(exported) -> None:
     text = _everything(spans, reader, logs)
     for secret in (KEY, SECRET_PATH, query_value, header_value):
         assert secret not in text
+
+
+def test_a_run_of_two_profiles_labels_each_call_and_refusal_with_its_own_profile(
+    api: FakeAPI, exported
+) -> None:
+    import dataclasses
+
+    spans, reader, _ = exported
+    second = FakeAPI()
+    try:
+        github = dataclasses.replace(
+            profile(api.url, KEY, ("GET /repos/*",), name="github"), global_name="github"
+        )
+        stripe = dataclasses.replace(
+            profile(second.url, "sk-other", ("GET /v1/customers/*",), name="stripe"),
+            global_name="stripe",
+        )
+        code = """
+            await github.get("/repos/one");
+            await stripe.get("/v1/customers/c1");
+            try { await stripe.get("/repos/one"); } catch (e) {}
+        """
+        out = run_with_grant(code, (github, stripe), limits=Limits(timeout_s=10.0))
+    finally:
+        second.close()
+    assert out.result.exit_code == 0, out.result.stderr
+    by_route = {
+        s.attributes[telemetry.URL_TEMPLATE]: s.attributes[telemetry.PROFILE]
+        for s in spans.get_finished_spans()
+        if s.name != "plimsoll.run"
+    }
+    assert by_route == {"/repos/*": "github", "/v1/customers/*": "stripe"}
+    (run_span,) = [s for s in spans.get_finished_spans() if s.name == "plimsoll.run"]
+    assert run_span.attributes[telemetry.PROFILE] == "github,stripe"
+    (denied,) = _metric(reader, telemetry.DENIED_CALLS)
+    assert denied["attributes"][telemetry.PROFILE] == "stripe"
+    assert denied["value"] == 1
