@@ -81,6 +81,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "RunResult": ("runtime.sandbox", "RunResult"),
     "host_call_deadline": ("runtime.sandbox", "host_call_deadline"),
     "run_sandbox": ("runtime.sandbox", "run"),
+    "check_globals": ("runtime.broker.several", "check_globals"),
     "RunOutcome": ("runtime.session", "RunOutcome"),
     "run_profile": ("runtime.session", "run_profile"),
     "run_with_grant": ("runtime.session", "run_with_grant"),
@@ -106,6 +107,7 @@ if TYPE_CHECKING:  # what a type checker and a reader see; nothing is imported a
     from runtime.broker.quotas import Quota
     from runtime.broker.quotas import StoreUrlError as QuotaStoreUrlError
     from runtime.broker.quotas import check_url as check_quota_store
+    from runtime.broker.several import check_globals
     from runtime.contract import HostHandler, HostReply, HostRequest
     from runtime.errors import (
         EXIT_REFUSED,
@@ -197,6 +199,7 @@ __all__ = [
     "TraceSnapshot",
     "VmError",
     "audit_line",
+    "check_globals",
     "check_quota_store",
     "check_trace_id",
     "format_table",

@@ -177,7 +177,7 @@ def _print_notes(
 #: runtime, which costs several times everything else `--help` does. A test holds each
 #: to the loaded command's own help; a plugin of another package is loaded to be listed.
 PLUGIN_SUMMARIES = {
-    "mcp": "Serve agent code execution through one grant as an MCP server (stdio by default).",
+    "mcp": "Serve agent code execution through grants as an MCP server (stdio by default).",
     "run": "Run CODE.js in a fresh sandbox with the profile's client and preamble.",
 }
 

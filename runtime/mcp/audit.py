@@ -1,5 +1,9 @@
 """Where every execute's audit line goes: stderr, and an append-only file when asked.
 
+A server config (runtime/mcp/config.py) may also send it to stdout (HTTP only: on
+stdio, stdout is the MCP channel), send it as OpenTelemetry log records, or keep it off
+stderr.
+
 The line is the one `specgen run` prints (`runtime.audit_line`), one JSON object per
 line (JSON Lines). Each line leaves in one `os.write` of its whole bytes: on the file's
 O_APPEND descriptor the kernel appends it in one piece, so two servers sharing a file
@@ -20,6 +24,10 @@ import os
 import threading
 from pathlib import Path
 
+import orjson
+
+from runtime import telemetry
+
 #: Bits of a newly created audit file: the operator's only; the record is metadata but
 #: says which routes an agent used.
 FILE_MODE = 0o600
@@ -32,8 +40,18 @@ class AuditFileError(OSError):
 class AuditLog:
     """One server's audit sink; `write` is thread-safe."""
 
-    def __init__(self, path: Path | None = None, stderr_fd: int = 2) -> None:
-        self._stderr_fd = stderr_fd
+    def __init__(
+        self,
+        path: Path | None = None,
+        stderr_fd: int = 2,
+        *,
+        stderr: bool = True,
+        stdout: bool = False,
+        otel: bool = False,
+    ) -> None:
+        #: The descriptors each line is written to, best effort (stderr, stdout).
+        self._streams = tuple(fd for fd, on in ((stderr_fd, stderr), (1, stdout)) if on)
+        self._otel = otel
         self._lock = threading.Lock()
         self.failed = False
         self._fd: int | None = None
@@ -57,9 +75,13 @@ class AuditLog:
                     _write_whole(self._fd, data)
                 except OSError:
                     self.failed = ok = False
-            with contextlib.suppress(OSError):
-                _write_whole(self._stderr_fd, data)
-            return ok
+            for fd in self._streams:
+                with contextlib.suppress(OSError):
+                    _write_whole(fd, data)
+        if self._otel:
+            with contextlib.suppress(Exception):  # an exporter's fault never stops a run
+                telemetry.emit_audit(orjson.loads(line))
+        return ok
 
     def close(self) -> None:
         with self._lock:

@@ -6,14 +6,15 @@ caller id the grant's `allowed_callers` is checked against comes from that token
 from the request. Two kinds of token, in one auth file (JSON):
 
     {"bearer": [{"sha256": "<hex of the token>", "caller": "alice"}],
-     "jwt": {"jwks_file": "jwks.json", "issuer": "https://idp.example",
+     "jwt": {"jwks_file": "jwks.json" or "jwks_url": "https://idp.example/jwks",
+             "issuer": "https://idp.example",
              "audience": "https://mcp.example/mcp", "caller_claim": "sub"}}
 
 - `bearer`: static tokens; the file keeps only each token's SHA-256, so reading it does
   not give anyone a token. A presented token's digest is compared with every entry with
   `hmac.compare_digest` (no early exit that times which entry matched).
 - `jwt`: the server is an OAuth 2.1 resource server. An access token is a JWT signed by
-  a key of the JWKS file (joserfc; "none" and HMAC with a public key are refused by the
+  a key of the JWKS file or URL (joserfc; "none" and HMAC with a public key are refused by the
   library), with `iss` = issuer, `aud` containing audience, and an `exp` in the future.
   The audience is the server's canonical URL (the MCP authorization spec), so it is
   also the resource `/.well-known/oauth-protected-resource` (RFC 9728) describes.
@@ -28,11 +29,16 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import re
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeGuard
 
+import anyio
+import httpx
 import orjson
 from joserfc import jwt
 from joserfc.errors import JoseError
@@ -50,8 +56,12 @@ MAX_CALLER_CHARS = 256
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _TOP_KEYS = {"bearer", "jwt"}
 _BEARER_KEYS = {"sha256", "caller"}
-_JWT_KEYS = {"jwks_file", "issuer", "audience", "caller_claim"}
-_REQUIRED_JWT_KEYS = ("jwks_file", "issuer", "audience")
+_JWT_KEYS = {"jwks_file", "jwks_url", "issuer", "audience", "caller_claim"}
+_REQUIRED_JWT_KEYS = ("issuer", "audience")
+#: Seconds a JWKS URL is given to answer.
+JWKS_TIMEOUT_S = 10.0
+#: Seconds at least between two fetches of a JWKS URL after the first.
+JWKS_REFRESH_S = 60.0
 
 
 def plain_caller(value: object) -> TypeGuard[str]:
@@ -75,7 +85,7 @@ class AuthFileError(ValueError):
 
 @dataclass(frozen=True)
 class JwtRule:
-    keys: KeySet
+    source: JwksSource
     issuer: str
     audience: str
     caller_claim: str = "sub"
@@ -118,8 +128,12 @@ def _unknown(found: dict[str, Any], known: set[str], where: str) -> None:
 
 def load_auth(path: Path) -> AuthConfig:
     """Read and check an auth file; AuthFileError (one line) on any fault."""
-    where = f"--auth {str(path)!r}"
-    doc = _read_json(path, "--auth")
+    return parse_auth(_read_json(path, "--auth"), f"--auth {str(path)!r}", path.parent)
+
+
+def parse_auth(doc: Any, where: str, base: Path) -> AuthConfig:
+    """Check an auth block (an auth file's, or a server config's `auth`); `where` opens
+    every error line and `base` is the folder a relative jwks_file is read from."""
     if not isinstance(doc, dict):
         raise AuthFileError(f"{where}: must be a JSON object")
     _unknown(doc, _TOP_KEYS, where)
@@ -147,35 +161,113 @@ def load_auth(path: Path) -> AuthConfig:
         raise AuthFileError(f"{where}: the same token digest is listed twice")
     rule = None
     if "jwt" in doc:
-        rule = _jwt_rule(doc["jwt"], path, f"{where}: jwt")
+        rule = _jwt_rule(doc["jwt"], base, f"{where}: jwt")
     return AuthConfig(tuple(bearer), rule)
 
 
-def _jwt_rule(block: Any, path: Path, where: str) -> JwtRule:
+def _jwt_rule(block: Any, base: Path, where: str) -> JwtRule:
     if not isinstance(block, dict):
         raise AuthFileError(f"{where} must be an object")
     _unknown(block, _JWT_KEYS, where)
     for key in _REQUIRED_JWT_KEYS:
         if key not in block:
             raise AuthFileError(f"{where}: {key!r} is required")
+    if ("jwks_file" in block) == ("jwks_url" in block):
+        raise AuthFileError(f"{where}: give one of 'jwks_file' and 'jwks_url'")
     audience = _text(block["audience"], f"{where}.audience")
     if not audience.startswith(("https://", "http://")):
         raise AuthFileError(f"{where}.audience must be this server's URL (https://...)")
     issuer = _text(block["issuer"], f"{where}.issuer")
     if not issuer.startswith(("https://", "http://")):
         raise AuthFileError(f"{where}.issuer must be the authorization server's URL")
-    jwks_path = Path(_text(block["jwks_file"], f"{where}.jwks_file"))
-    if not jwks_path.is_absolute():
-        jwks_path = path.parent / jwks_path  # relative to the auth file, not the cwd
-    jwks = _read_json(jwks_path, f"{where}.jwks_file")
+    claim = _text(block.get("caller_claim", "sub"), f"{where}.caller_claim")
+    if "jwks_url" in block:
+        url = _jwks_url(_text(block["jwks_url"], f"{where}.jwks_url"), f"{where}.jwks_url")
+        source = JwksSource(url, _fetch_jwks(url, f"{where}.jwks_url"))
+    else:
+        jwks_path = Path(_text(block["jwks_file"], f"{where}.jwks_file"))
+        if not jwks_path.is_absolute():
+            jwks_path = base / jwks_path  # relative to the file naming it, not the cwd
+        at = f"{where}.jwks_file {str(jwks_path)!r}"
+        source = JwksSource(None, _key_set(_read_json(jwks_path, f"{where}.jwks_file"), at))
+    return JwtRule(source, issuer, audience, claim)
+
+
+def _key_set(jwks: Any, at: str) -> KeySet:
     try:
         keys = KeySet.import_key_set(jwks)
     except (JoseError, ValueError, TypeError, KeyError) as exc:
-        raise AuthFileError(f"{where}.jwks_file {str(jwks_path)!r}: not a JWKS ({exc})") from None
+        raise AuthFileError(f"{at}: not a JWKS ({exc})") from None
     if not keys.keys:
-        raise AuthFileError(f"{where}.jwks_file {str(jwks_path)!r}: holds no key")
-    claim = _text(block.get("caller_claim", "sub"), f"{where}.caller_claim")
-    return JwtRule(keys, issuer, audience, claim)
+        raise AuthFileError(f"{at}: holds no key")
+    return keys
+
+
+def _jwks_url(url: str, where: str) -> str:
+    """An https URL, or http to a loopback host (a local identity provider, tests)."""
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError) as exc:
+        raise AuthFileError(f"{where} {url!r}: not a URL ({exc})") from None
+    host = parsed.host
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if parsed.scheme != "https" and not (parsed.scheme == "http" and loopback):
+        raise AuthFileError(f"{where} {url!r}: must be https (http only to a loopback host)")
+    return url
+
+
+def _fetch_jwks(url: str, where: str) -> KeySet:
+    """The key set at `url`, read with a deadline and a size cap; AuthFileError if not."""
+    try:
+        with (
+            httpx.Client(timeout=JWKS_TIMEOUT_S, follow_redirects=False) as client,
+            client.stream("GET", url, headers={"accept": "application/json"}) as reply,
+        ):
+            if reply.status_code != 200:
+                raise AuthFileError(f"{where} {url!r}: answered {reply.status_code}")
+            body = bytearray()
+            for chunk in reply.iter_bytes():
+                body += chunk
+                if len(body) > MAX_FILE_BYTES:
+                    raise AuthFileError(f"{where} {url!r}: over {MAX_FILE_BYTES} bytes")
+    except httpx.HTTPError as exc:
+        raise AuthFileError(f"{where} {url!r}: {type(exc).__name__}: {exc}") from None
+    try:
+        jwks = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise AuthFileError(f"{where} {url!r}: not JSON ({exc})") from None
+    return _key_set(jwks, f"{where} {url!r}")
+
+
+class JwksSource:
+    """The keys JWTs are checked against: a file's, read once, or a URL's, fetched at
+    start-up and again (at most once per JWKS_REFRESH_S) when a token fails to verify,
+    so a key the identity provider rotated in is found without a restart. A failed
+    refetch keeps the keys it had."""
+
+    def __init__(self, url: str | None, keys: KeySet) -> None:
+        self.url = url
+        self.keys = keys
+        self._fetched = time.monotonic()
+        self._lock = threading.Lock()
+
+    def refresh(self) -> bool:
+        """Fetch the URL's keys again if it is time; True when new keys were taken."""
+        if self.url is None:
+            return False
+        with self._lock:
+            if time.monotonic() - self._fetched < JWKS_REFRESH_S:
+                return False
+            self._fetched = time.monotonic()
+        try:
+            keys = _fetch_jwks(self.url, "jwks_url")
+        except AuthFileError:
+            return False
+        self.keys = keys
+        return True
 
 
 class CallerVerifier:
@@ -195,14 +287,23 @@ class CallerVerifier:
                 caller = who
         if caller is not None:
             return AccessToken(token=token, client_id=caller, scopes=[])
-        if self.config.jwt is not None:
-            return _verify_jwt(token, self.config.jwt)
-        return None
+        rule = self.config.jwt
+        if rule is None:
+            return None
+        verified = _verify_jwt(token, rule)
+        # Perhaps signed with a key rotated in since the last fetch.
+        if (
+            verified is None
+            and rule.source.url is not None
+            and await anyio.to_thread.run_sync(rule.source.refresh)
+        ):
+            verified = _verify_jwt(token, rule)
+        return verified
 
 
 def _verify_jwt(token: str, rule: JwtRule) -> AccessToken | None:
     try:
-        decoded = jwt.decode(token, rule.keys)
+        decoded = jwt.decode(token, rule.source.keys)
         jwt.JWTClaimsRegistry(
             iss={"essential": True, "value": rule.issuer},
             aud={"essential": True, "value": rule.audience},

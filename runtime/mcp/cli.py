@@ -11,14 +11,20 @@ import ipaddress
 import os
 import re
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
 from runtime import RunPool
 from runtime.cli import isolation_option, quota_store_option, workers_option
 from specgen.errors import SpecError
+
+if TYPE_CHECKING:
+    from runtime.mcp.auth import AuthConfig
+    from runtime.mcp.config import ServerConfig
 
 
 def _refuse(message: str) -> NoReturn:
@@ -75,22 +81,42 @@ def _host(text: str) -> str:
     return text
 
 
-@click.command("mcp")
+@click.group("mcp", invoke_without_command=True)
+@click.option(
+    "--config",
+    "config_file",
+    default=None,
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="FILE",
+    help="Serve what this server config (TOML or JSON; `specgen mcp schema` prints its"
+    " JSON Schema) describes: the grants file, several profiles with their documents,"
+    " the listen address, client authentication, quotas, audit sinks and telemetry."
+    " Excludes every other option.",
+)
 @click.option(
     "--grants",
     "grants_file",
-    required=True,
+    default=None,
     type=click.Path(path_type=Path),
-    help="The operator's grants file.",
+    help="The operator's grants file (required without --config).",
 )
-@click.option("--profile", "profile_name", required=True, help="The grant profile every run uses.")
+@click.option(
+    "--profile",
+    "profile_name",
+    default=None,
+    help="The grant profile every run uses (required without --config).",
+)
 @click.option(
     "--caller",
     default=None,
     help="Who runs code; must be in the profile's allowed_callers. Required without"
     " --auth; with --auth each request's token names its caller.",
 )
-@click.option("--spec", required=True, help="The profile's OpenAPI document (types, search).")
+@click.option(
+    "--spec",
+    default=None,
+    help="The profile's OpenAPI document (types, search; required without --config).",
+)
 @click.option(
     "--server",
     "server_url",
@@ -170,10 +196,11 @@ def _host(text: str) -> str:
 )
 @quota_store_option
 def mcp(
-    grants_file: Path,
-    profile_name: str,
+    config_file: Path | None,
+    grants_file: Path | None,
+    profile_name: str | None,
     caller: str | None,
-    spec: str,
+    spec: str | None,
     server_url: str | None,
     base_url: str | None,
     http: str | None,
@@ -187,26 +214,179 @@ def mcp(
     isolation: str | None,
     quota_store: str | None,
 ) -> None:
-    """Serve agent code execution through one grant as an MCP server (stdio by default)."""
-    if quota_store is not None:
-        from runtime import QUOTA_STORE_ENV, QuotaStoreUrlError, check_quota_store
+    """Serve agent code execution through grants as an MCP server (stdio by default).
 
-        try:
-            check_quota_store(quota_store)
-        except QuotaStoreUrlError as exc:
-            _refuse(f"--quota-store: {exc}")
-        os.environ[QUOTA_STORE_ENV] = quota_store
-    if not 0 < timeout_s <= 30:
-        _refuse(f"--timeout {timeout_s:g} must be more than 0 and at most 30 seconds")
-    if not 1 <= memory_mb <= 4096:
-        _refuse(f"--memory-mb {memory_mb} must be between 1 and 4096")
+    One profile by flags, or with --config FILE the several profiles, callers, quotas,
+    audit sinks and telemetry of a server many agents share.
+    """
+    from runtime.mcp.auth import load_auth
+
+    ctx = click.get_current_context()
+    if ctx.invoked_subcommand is not None:
+        return
+    if config_file is not None:
+        given = [
+            max(param.opts, key=len)
+            for param in ctx.command.params
+            if param.name not in (None, "config_file")
+            and ctx.get_parameter_source(param.name) is not click.core.ParameterSource.DEFAULT
+        ]
+        if given:
+            _refuse(f"--config names everything the server needs; drop {given[0]}")
+        _serve(_from_config(config_file))
+        return
+    for flag, value in (("--grants", grants_file), ("--profile", profile_name), ("--spec", spec)):
+        if value is None:
+            _refuse(f"{flag} is required (or --config FILE)")
+    assert grants_file is not None and profile_name is not None and spec is not None
     if auth_file is not None and http is None:
         _refuse("--auth applies to --http only (stdio has one client, the one that started it)")
     if auth_file is not None and caller is not None:
         _refuse("--caller and --auth exclude each other: with --auth each token names its caller")
     if auth_file is None and caller is None:
         _refuse("--caller is required (or --auth with --http, where each token names it)")
-    address = _address(http, auth_file is not None) if http is not None else None
+    _serve(
+        _Settings(
+            grants=grants_file,
+            profiles=((profile_name, spec, server_url, base_url),),
+            caller=caller,
+            http=http,
+            auth=(lambda: load_auth(auth_file)) if auth_file is not None else None,
+            origins=origins,
+            hosts=hosts,
+            timeout_s=timeout_s,
+            memory_mb=memory_mb,
+            workers=workers,
+            isolation=isolation,
+            quota_store=quota_store,
+            audit_file=audit_file,
+        )
+    )
+
+
+@mcp.command("schema")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the schema here instead of stdout.",
+)
+def mcp_schema(output: Path | None) -> None:
+    """Print the JSON Schema of `specgen mcp --config` files (for an editor; the server
+    checks more)."""
+    from runtime.mcp.config import schema_text
+    from specgen.files import write_atomic
+
+    text = schema_text()
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    if not output.parent.is_dir():
+        _refuse(f"{output.parent} does not exist")
+    try:
+        write_atomic(output, text.encode())
+    except OSError as exc:
+        _refuse(f"write {output}: {exc.strerror or exc}")
+    click.echo(f"specgen: wrote {output}", err=True)
+
+
+@dataclass(frozen=True)
+class _Settings:
+    """What a server is started with, from flags or from a config file."""
+
+    grants: Path
+    #: (profile, document, server URL, base URL) of each profile served.
+    profiles: tuple[tuple[str, str, str | None, str | None], ...]
+    caller: str | None
+    http: str | None
+    #: Reads and checks the client authentication, once the address is known good.
+    auth: Callable[[], AuthConfig] | None
+    origins: tuple[str, ...]
+    hosts: tuple[str, ...]
+    timeout_s: float
+    memory_mb: int
+    workers: int | None
+    isolation: str | None
+    quota_store: str | None
+    audit_file: Path | None
+    audit_stderr: bool = True
+    audit_stdout: bool = False
+    audit_otel: bool = False
+
+
+def _from_config(path: Path) -> _Settings:
+    """The settings a config file gives, checked as the flags are; one line if not."""
+    from runtime.mcp.auth import parse_auth
+    from runtime.mcp.config import ConfigError, load_config
+
+    try:
+        config = load_config(path)
+    except ConfigError as exc:
+        _refuse(str(exc))
+    where = f"--config {str(path)!r}"
+    if config.auth is not None and config.listen is None:
+        _refuse(f"{where}: auth applies to listen (HTTP) only")
+    if config.auth is not None and config.caller is not None:
+        _refuse(f"{where}: caller and auth exclude each other: with auth each token names it")
+    if config.auth is None and config.caller is None:
+        _refuse(f"{where}: caller is required (or auth with listen, where each token names it)")
+    block, base = config.auth, config.path.resolve().parent
+    auth = (lambda: parse_auth(block, f"{where}: auth", base)) if block is not None else None
+    _telemetry(config, where)
+    return _Settings(
+        grants=config.grants,
+        profiles=tuple((p.name, p.spec, p.server, p.base_url) for p in config.profiles),
+        caller=config.caller,
+        http=config.listen,
+        auth=auth,
+        origins=config.allow_origins,
+        hosts=config.allow_hosts,
+        timeout_s=config.timeout_s,
+        memory_mb=config.memory_mb,
+        workers=config.workers,
+        isolation=config.isolation,
+        quota_store=config.quota_store,
+        audit_file=config.audit.file,
+        audit_stderr=config.audit.stderr,
+        audit_stdout=config.audit.stdout,
+        audit_otel=config.audit.otel,
+    )
+
+
+def _telemetry(config: ServerConfig, where: str) -> None:
+    """Turn telemetry on as the config says (before the server exists, so the SDK's
+    tools/call spans reach the provider), the OTEL_* variables filling in the rest."""
+    from runtime import telemetry
+
+    wanted = config.telemetry
+    if wanted.otlp_endpoint is not None:
+        if not wanted.otlp_endpoint.startswith(("http://", "https://")):
+            _refuse(f"{where}: telemetry: otlp_endpoint must be an http(s) URL")
+        os.environ.setdefault("OTEL_EXPORTER_OTLP_ENDPOINT", wanted.otlp_endpoint)
+    enabled = wanted.enabled
+    if enabled is None and (wanted.otlp_endpoint is not None or config.audit.otel):
+        enabled = True
+    on = telemetry.configure(wanted.service_name, enabled)
+    if config.audit.otel and not on:
+        _refuse(f"{where}: audit: otel needs telemetry on (OTEL_SDK_DISABLED turns it off)")
+
+
+def _serve(settings: _Settings) -> None:
+    """Check what is left, open the grants and documents, and serve until stopped."""
+    if settings.quota_store is not None:
+        from runtime import QUOTA_STORE_ENV, QuotaStoreUrlError, check_quota_store
+
+        try:
+            check_quota_store(settings.quota_store)
+        except QuotaStoreUrlError as exc:
+            _refuse(f"--quota-store: {exc}")
+        os.environ[QUOTA_STORE_ENV] = settings.quota_store
+    if not 0 < settings.timeout_s <= 30:
+        _refuse(f"--timeout {settings.timeout_s:g} must be more than 0 and at most 30 seconds")
+    if not 1 <= settings.memory_mb <= 4096:
+        _refuse(f"--memory-mb {settings.memory_mb} must be between 1 and 4096")
+    http, origins, hosts = settings.http, settings.origins, settings.hosts
+    address = _address(http, settings.auth is not None) if http is not None else None
     if origins and address is None:
         _refuse("--allow-origin applies to --http only")
     if hosts and address is None:
@@ -222,24 +402,32 @@ def mcp(
         )
 
     from runtime.mcp.audit import AuditFileError, AuditLog
-    from runtime.mcp.auth import AuthFileError, load_auth
-    from runtime.mcp.runner import GrantError, open_grant
+    from runtime.mcp.auth import AuthFileError
+    from runtime.mcp.runner import GrantError, open_grants
     from runtime.mcp.server import build_server, prepare, serve_http, serve_stdio
 
     try:
-        auth = load_auth(auth_file) if auth_file is not None else None
-        grant = open_grant(
-            grants_file,
-            profile_name,
-            caller,
-            base_url=base_url,
-            timeout_s=timeout_s,
-            memory_mb=memory_mb,
-            workers=RunPool.default_workers() if workers is None else workers,
-            isolation=isolation,
+        auth = settings.auth() if settings.auth is not None else None
+        grants = open_grants(
+            settings.grants,
+            [name for name, _, _, _ in settings.profiles],
+            settings.caller,
+            base_urls={name: url for name, _, _, url in settings.profiles if url is not None},
+            timeout_s=settings.timeout_s,
+            memory_mb=settings.memory_mb,
+            workers=RunPool.default_workers() if settings.workers is None else settings.workers,
+            isolation=settings.isolation,
         )
-        prepared = prepare(spec, grant, server_url)
-        audit = AuditLog(audit_file)
+        prepared = [
+            prepare(spec, grant, server_url)
+            for grant, (_, spec, server_url, _) in zip(grants, settings.profiles, strict=True)
+        ]
+        audit = AuditLog(
+            settings.audit_file,
+            stderr=settings.audit_stderr,
+            stdout=settings.audit_stdout,
+            otel=settings.audit_otel,
+        )
     except (GrantError, SpecError, AuditFileError, AuthFileError) as exc:
         _refuse(str(exc))
     server = build_server(prepared, audit, auth)
@@ -247,8 +435,9 @@ def mcp(
 
     if address is None:
         anyio.run(serve_stdio, server)
-        return
+        return None
     try:
         anyio.run(serve_http, server, *address, origins, hosts)
     except OSError as exc:
         _refuse(f"--http {http!r}: {exc.strerror or exc}")
+    return None

@@ -10,6 +10,7 @@ contains its key.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,10 +22,12 @@ from runtime import (
     GrantsError,
     Profile,
     Refusal,
+    RunOutcome,
     RunPool,
     Secret,
     TraceSnapshot,
     audit_line,
+    check_globals,
     load_grants,
     run_profile,
 )
@@ -206,24 +209,105 @@ class Grant:
             trace_id=trace_id,
             approver=approver,
         )
-        result, trace = outcome.result, outcome.trace
-        return Run(
-            stdout=result.stdout,
-            stderr=result.stderr,
-            stdout_truncated=result.stdout_truncated,
-            stderr_truncated=result.stderr_truncated,
-            exit_code=result.exit_code,
-            timed_out=result.timed_out,
-            duration_s=result.duration_s,
-            calls=tuple(
-                Call(r.seq, r.method, r.route, r.status, r.delivered, r.failure, r.approval)
-                for r in trace.rows
-            ),
-            denied=trace.denied,
-            dropped=trace.dropped,
-            audit=_with_caller(orjson.loads(outcome.audit), who),
-            refused=tuple(r.rule for r in trace.refused),
+        return _as_run(outcome, who)
+
+
+class Together:
+    """Several profiles' grants as one run's: each profile's client is its own global in
+    the one sandbox and each call goes to its own profile's broker and credential
+    (runtime.profile_set). It answers what the server asks of a `Grant`."""
+
+    def __init__(self, grants: Sequence[Grant]) -> None:
+        self.grants = tuple(grants)
+        first = self.grants[0]
+        self.timeout_s = first.timeout_s
+        self.memory_mb = first.memory_mb
+        self._pool = first._pool
+        self._caller = first._caller
+
+    @property
+    def name(self) -> str:
+        return ",".join(g.name for g in self.grants)
+
+    @property
+    def max_calls(self) -> int:
+        return sum(g.max_calls for g in self.grants)
+
+    @property
+    def holds_calls(self) -> bool:
+        return any(g.holds_calls for g in self.grants)
+
+    @property
+    def approval_timeout_s(self) -> float:
+        return max(g.approval_timeout_s for g in self.grants)
+
+    def allows(self, caller: str) -> bool:
+        return all(g.allows(caller) for g in self.grants)
+
+    def leaks(self, text: str) -> bool:
+        return any(g.leaks(text) for g in self.grants)
+
+    def not_run(
+        self,
+        trace_id: str | None,
+        reason: str,
+        mark: str = "not_run",
+        caller: str | None = None,
+    ) -> str:
+        names = tuple(g.name for g in self.grants)
+        record = orjson.loads(audit_line(names, TraceSnapshot((), 0, 0), trace_id))
+        record[mark] = reason
+        return _with_caller(record, caller or self._caller)
+
+    def run(
+        self,
+        code: str,
+        trace_id: str | None = None,
+        caller: str | None = None,
+        approver: Approver | None = None,
+    ) -> Run:
+        """`Grant.run` with every profile of the set in the one sandbox."""
+        who = caller or self._caller
+        if who is None:
+            raise GrantError("no caller to run for")
+        run = self._pool.run if self._pool is not None else run_profile
+        outcome = run(
+            code,
+            tuple(g._profile for g in self.grants),
+            caller=who,
+            timeout_s=self.timeout_s,
+            memory_mb=self.memory_mb,
+            trace_id=trace_id,
+            approver=approver,
         )
+        return _as_run(outcome, who)
+
+
+def as_one(grants: Sequence[Grant]) -> Grant | Together:
+    """The grant a run of `grants` goes through: the one itself, or all of them together."""
+    return grants[0] if len(grants) == 1 else Together(grants)
+
+
+def _as_run(outcome: RunOutcome, who: str) -> Run:
+    """The plain record of a run's outcome the server answers and audits from."""
+    result, trace = outcome.result, outcome.trace
+    return Run(
+        stdout=result.stdout,
+        stderr=result.stderr,
+        stdout_truncated=result.stdout_truncated,
+        stderr_truncated=result.stderr_truncated,
+        exit_code=result.exit_code,
+        timed_out=result.timed_out,
+        duration_s=result.duration_s,
+        calls=tuple(
+            Call(r.seq, r.method, r.route, r.status, r.delivered, r.failure, r.approval)
+            for r in trace.rows
+        ),
+        denied=trace.denied,
+        dropped=trace.dropped,
+        audit=_with_caller(orjson.loads(outcome.audit), who),
+        refused=tuple(r.rule for r in trace.refused),
+    )
 
 
 def _with_caller(record: dict[str, object], caller: str | None) -> str:
@@ -252,16 +336,57 @@ def open_grant(
     `isolation` is the runs' tier: worker by default when there are workers, process
     (this process's threads) when there are none; a tier that cannot start is refused.
     """
+    (grant,) = open_grants(
+        grants_file,
+        (profile_name,),
+        caller,
+        base_urls={profile_name: base_url} if base_url is not None else None,
+        timeout_s=timeout_s,
+        memory_mb=memory_mb,
+        workers=workers,
+        isolation=isolation,
+    )
+    return grant
+
+
+def open_grants(
+    grants_file: Path,
+    profile_names: Sequence[str],
+    caller: str | None,
+    *,
+    base_urls: Mapping[str, str] | None = None,
+    timeout_s: float = 5.0,
+    memory_mb: int = 256,
+    workers: int = 0,
+    isolation: str | None = None,
+) -> tuple[Grant, ...]:
+    """`open_grant` for several profiles of one grants file, sharing one pool of workers.
+
+    With a `caller`, every profile must allow it; without one (client authentication)
+    each request's caller gets the profiles that allow it. `base_urls` moves a profile's
+    calls (by profile name) to another of its allowed origins."""
+    if len(set(profile_names)) != len(profile_names):
+        raise GrantError("each profile may be served once")
+    moved = dict(base_urls or {})
     try:
         grants = load_grants(grants_file)
-        if caller is not None:
-            profile = grants.select(profile_name, caller)
-        else:
-            profile = _by_name(grants.profiles, profile_name)
-        if base_url is not None:
-            profile = profile.with_base_url(base_url)
+        profiles = []
+        for name in profile_names:
+            if caller is not None:
+                profile = grants.select(name, caller)
+            else:
+                profile = _by_name(grants.profiles, name)
+            if name in moved:
+                profile = profile.with_base_url(moved.pop(name))
+            profiles.append(profile)
+        if len(profiles) > 1:
+            check_globals(profiles)
     except GrantsError as exc:
         raise GrantError(str(exc)) from None
+    if moved:
+        raise GrantError(
+            f"base_url for {orjson.dumps(next(iter(moved))).decode()}: not a served profile"
+        )
     tier = isolation or ("worker" if workers > 0 else "process")
     if tier != "process" and workers <= 0:
         raise GrantError(f"--isolation {tier} needs worker processes; --workers 0 runs in this one")
@@ -269,7 +394,7 @@ def open_grant(
         pool = RunPool(grants_file, workers=workers, isolation=tier) if workers > 0 else None
     except Refusal as exc:
         raise GrantError(exc.line) from None
-    return Grant(profile, caller, timeout_s, memory_mb, pool)
+    return tuple(Grant(p, caller, timeout_s, memory_mb, pool) for p in profiles)
 
 
 def _by_name(profiles: tuple[Profile, ...] | list[Profile], name: str) -> Profile:

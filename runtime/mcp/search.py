@@ -160,6 +160,10 @@ class Index:
 
     def search(self, query: str, limit: int) -> list[OperationTypes]:
         """The best `limit` operations for `query`, best first; ties keep document order."""
+        return [self.ops[i] for i in self.ranked(query, limit)]
+
+    def ranked(self, query: str, limit: int) -> list[int]:
+        """`search`, as the positions of the operations in the index."""
         terms = list(dict.fromkeys(words(query)))
         if not terms or not self.ops:
             return []
@@ -190,4 +194,4 @@ class Index:
             coverage = (covered / mass + count / len(terms)) / 2
             score += COVERAGE * coverage + PRECISION / (1 + extra)
             scored.append((-score, i))
-        return [self.ops[i] for _, i in sorted(scored)[:limit]]
+        return [i for _, i in sorted(scored)[:limit]]

@@ -43,7 +43,7 @@ from runtime.mcp import guard
 from runtime.mcp.approval import ElicitApprover, can_elicit
 from runtime.mcp.audit import AuditLog
 from runtime.mcp.auth import AuthConfig, CallerVerifier, auth_settings, authenticated_caller
-from runtime.mcp.runner import Grant, Run, engine_error
+from runtime.mcp.runner import Grant, Run, Together, as_one, engine_error
 from runtime.mcp.tools import Catalog, execute_answer
 from specgen import build as pipeline
 from specgen.grant_view import GrantView, allowed, grant_description
@@ -70,6 +70,8 @@ class Prepared:
     grant: Grant
     catalog: Catalog
     instructions: str
+    #: The document's title, for the instructions of a server of several APIs.
+    title: str = ""
 
 
 def prepare(spec: str, grant: Grant, server: str | None = None) -> Prepared:
@@ -98,7 +100,7 @@ def prepare(spec: str, grant: Grant, server: str | None = None) -> Prepared:
             count=len(permitted),
         )
     catalog = Catalog(permitted, result.types, grant.global_name)
-    return Prepared(grant, catalog, instructions)
+    return Prepared(grant, catalog, instructions, result.gen.title or "")
 
 
 def _text(text: str, is_error: bool = False) -> CallToolResult:
@@ -110,36 +112,78 @@ def _text(text: str, is_error: bool = False) -> CallToolResult:
 CALLER_REFUSED = "refused: this grant is not available to the authenticated caller"
 
 
+def instructions_of(served: Sequence[Prepared]) -> str:
+    """The server's instructions: one profile's own; for several, each profile's when
+    they fit MAX_INSTRUCTIONS together, else a line per API and the way to search."""
+    if len(served) == 1:
+        return served[0].instructions
+    joined = "\n\n".join(p.instructions for p in served)
+    if len(joined) <= MAX_INSTRUCTIONS:
+        return joined
+    return render(
+        "mcp/instructions_several.txt.j2",
+        apis=[(p.grant.global_name, p.title, len(p.catalog)) for p in served],
+    )
+
+
 def build_server(
-    prepared: Prepared, audit: AuditLog | None = None, auth: AuthConfig | None = None
+    prepared: Prepared | Sequence[Prepared],
+    audit: AuditLog | None = None,
+    auth: AuthConfig | None = None,
 ) -> MCPServer:
     """The MCP server; with `auth`, every tool runs for the caller its request's token
-    names (runtime.mcp.auth) and refuses one the profile does not allow."""
-    grant, catalog = prepared.grant, prepared.catalog
+    names (runtime.mcp.auth) and refuses one no served profile allows.
+
+    Given several profiles, each request's caller gets every one that allows it (all of
+    them without `auth`, where start-up checked the one caller against each): one run
+    has each of their clients as its own global, and search and describe cover exactly
+    their operations."""
+    served = (prepared,) if isinstance(prepared, Prepared) else tuple(prepared)
+    everyone = as_one([p.grant for p in served])
     audit = audit if audit is not None else AuditLog()
-    g = grant.global_name
+    names = ", ".join(f"`{p.grant.global_name}`" for p in served)
     slots = anyio.CapacityLimiter(RUN_SLOTS)
     #: This server's part of every trace id, so lines of several servers sharing one
     #: audit file stay apart.
     tag = secrets.token_hex(4)
     numbers = itertools.count(1)
     admitted = 0  # executes running or waiting for a slot
+    #: The joined catalog of each set of profiles a caller has been given.
+    catalogs: dict[tuple[int, ...], Catalog] = {}
     server = MCPServer(
         name="plimsoll-specgen",
-        instructions=prepared.instructions,
+        instructions=instructions_of(served),
         log_level="WARNING",
         auth=auth_settings(auth) if auth is not None else None,
         token_verifier=CallerVerifier(auth) if auth is not None else None,
     )
 
-    def caller() -> str | None:
-        """The authenticated caller if the grant allows it ("" if not); None without auth."""
+    def caller() -> tuple[str | None, tuple[int, ...]]:
+        """The authenticated caller (None without auth) and the served profiles it may
+        use, by position; no position when it may use none."""
         if auth is None:
-            return None
+            return None, tuple(range(len(served)))
         who = authenticated_caller()
-        return who if who is not None and grant.allows(who) else ""
+        if who is None:
+            return "", ()
+        return who, tuple(i for i, p in enumerate(served) if p.grant.allows(who))
 
-    def refused(trace_id: str, reason: str, text: str, who: str | None = None) -> CallToolResult:
+    def grant_of(mine: tuple[int, ...]) -> Grant | Together:
+        return as_one([served[i].grant for i in mine])
+
+    def catalog_of(mine: tuple[int, ...]) -> Catalog:
+        found = catalogs.get(mine)
+        if found is None:
+            found = catalogs[mine] = Catalog.joined([served[i].catalog for i in mine])
+        return found
+
+    def refused(
+        trace_id: str,
+        reason: str,
+        text: str,
+        who: str | None = None,
+        grant: Grant | Together = everyone,
+    ) -> CallToolResult:
         audit.write(grant.not_run(trace_id, reason, caller=who))
         return _text(f"execute: {text}", is_error=True)
 
@@ -151,9 +195,10 @@ def build_server(
     ) -> CallToolResult:
         nonlocal admitted
         trace_id = f"mcp-{tag}:{next(numbers)}"
-        who = caller()
-        if who == "":
+        who, mine = caller()
+        if not mine:
             return refused(trace_id, "caller_refused", CALLER_REFUSED, authenticated_caller())
+        grant = grant_of(mine)
         if audit.failed:
             return _text(
                 "execute: refused: the server's audit file cannot be written, so no run "
@@ -162,7 +207,7 @@ def build_server(
             )
         if len(code) > MAX_CODE_CHARS:
             return refused(
-                trace_id, "code_too_large", f"code is over {MAX_CODE_CHARS} characters", who
+                trace_id, "code_too_large", f"code is over {MAX_CODE_CHARS} characters", who, grant
             )
         if admitted >= RUN_SLOTS + MAX_WAITING:
             return refused(
@@ -171,18 +216,23 @@ def build_server(
                 f"server busy: {RUN_SLOTS} runs going and {MAX_WAITING} waiting; "
                 "try again when one has finished",
                 who,
+                grant,
             )
         admitted += 1
         # Held calls are asked of this request's client; one that cannot be asked gets
         # them refused by the broker, with a hint saying how to enable approval.
         approver = ElicitApprover(ctx) if grant.holds_calls and can_elicit(ctx) else None
         try:
-            return await run_one(code, trace_id, who, approver)
+            return await run_one(grant, code, trace_id, who, approver)
         finally:
             admitted -= 1
 
     async def run_one(
-        code: str, trace_id: str, who: str | None, approver: ElicitApprover | None = None
+        grant: Grant | Together,
+        code: str,
+        trace_id: str,
+        who: str | None,
+        approver: ElicitApprover | None = None,
     ) -> CallToolResult:
         try:
             await slots.acquire()
@@ -203,7 +253,11 @@ def build_server(
                 run: Run = await anyio.to_thread.run_sync(work)
         except engine_error() as exc:
             return refused(
-                trace_id, "engine", f"the sandbox cannot start: {str(exc).splitlines()[0]}", who
+                trace_id,
+                "engine",
+                f"the sandbox cannot start: {str(exc).splitlines()[0]}",
+                who,
+                grant,
             )
         except Exception as exc:  # never raise out of a tool; never show internals
             log.exception("execute failed")
@@ -231,16 +285,23 @@ def build_server(
         query: Annotated[str, Field(description="Words for what the code needs to do.")],
         limit: Annotated[int, Field(ge=1, le=MAX_SEARCH_HITS)] = 8,
     ) -> CallToolResult:
-        if caller() == "":
+        _, mine = caller()
+        if not mine:
             return _text(f"search: {CALLER_REFUSED}", is_error=True)
-        return _text(catalog.search(query, limit))
+        return _text(catalog_of(mine).search(query, limit))
 
     async def describe(
-        operation: Annotated[str, Field(description=f"A method name from search, e.g. {g}.name.")],
+        operation: Annotated[
+            str,
+            Field(
+                description=f"A method name from search, e.g. {served[0].grant.global_name}.name."
+            ),
+        ],
     ) -> CallToolResult:
-        if caller() == "":
+        _, mine = caller()
+        if not mine:
             return _text(f"describe: {CALLER_REFUSED}", is_error=True)
-        text = catalog.describe(operation)
+        text = catalog_of(mine).describe(operation)
         if text is None:
             return _text(
                 f"describe: this grant permits no operation named {operation[:200]!r}; "
@@ -254,7 +315,13 @@ def build_server(
         name="execute",
         description=(
             "Run JavaScript in a fresh QuickJS sandbox (no network, no files). "
-            f"The global `{g}` is the client of the API these instructions describe; each method "
+            + (
+                f"The global {names} is the client of the API these instructions describe; "
+                if len(served) == 1
+                else f"The globals {names} are the clients of the APIs these instructions "
+                "describe (a caller gets those its token allows); "
+            )
+            + "each method "
             "returns a Promise. Every call goes to a broker outside the sandbox that checks it "
             "against the operator's grant and adds the credential itself: the key never enters "
             "the sandbox. Calls made before the code awaits run concurrently (Promise.all). "
@@ -265,7 +332,7 @@ def build_server(
                 " Calls the grant holds for a person's approval wait for their answer "
                 "(asked through this client); such a call's entry in calls has approval: "
                 "approved, declined, timed_out or unavailable."
-                if grant.holds_calls
+                if everyone.holds_calls
                 else ""
             )
         ),
@@ -276,9 +343,10 @@ def build_server(
         search,
         name="search",
         description=(
-            f"Find the operations this grant permits: each hit is a `{g}.` method's signature "
-            "(types shortened), its route and summary, and the path values the grant allows. "
-            f"{len(catalog)} operation(s) are permitted."
+            "Find the operations this grant permits: each hit is a client method's signature "
+            f"({names}; types shortened), its route and summary, and the path values the grant "
+            f"allows. {sum(len(p.catalog) for p in served)} operation(s) are permitted"
+            + ("." if len(served) == 1 else " in all; a caller searches those it may use.")
         ),
         annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
         structured_output=False,

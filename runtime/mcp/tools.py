@@ -8,6 +8,7 @@ JSON is built, so the answer stays valid JSON with `truncated: true`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import orjson
@@ -180,36 +181,64 @@ def short_signature(t: OperationTypes, global_name: str) -> str:
 
 
 class Catalog:
-    """The operations one grant permits, searchable and describable."""
+    """The operations a caller's grants permit, searchable and describable.
+
+    One profile's catalog names its methods `<global>.<name>`, and also answers to the
+    bare name. A run of several profiles (`joined`) searches all of their operations in
+    one ranking and describes each by its own global, since two APIs may both have a
+    `list_items`.
+    """
 
     def __init__(self, allowed: list[Allowed], types: TypeSet, global_name: str) -> None:
-        self.allowed = {a.types.op.name: a for a in allowed}
-        self.types = types
-        self.global_name = global_name
-        self.index = Index.build([a.types for a in allowed])
+        self._setup(((global_name, types, tuple(allowed)),))
+
+    @classmethod
+    def joined(cls, catalogs: Sequence[Catalog]) -> Catalog:
+        """One catalog of every operation of `catalogs` (the profiles of one run)."""
+        if len(catalogs) == 1:
+            return catalogs[0]
+        joined = cls.__new__(cls)
+        joined._setup(tuple(part for c in catalogs for part in c._parts))
+        return joined
+
+    def _setup(self, parts: tuple[tuple[str, TypeSet, tuple[Allowed, ...]], ...]) -> None:
+        self._parts = parts
+        #: (global, the types it names, the permitted operation), in the grants' order.
+        self._entries = [(g, types, a) for g, types, allowed in parts for a in allowed]
+        self._by_name = {f"{g}.{a.types.op.name}": i for i, (g, _, a) in enumerate(self._entries)}
+        self.global_names = tuple(g for g, _, _ in parts)
+        self.index = Index.build([a.types for _, _, a in self._entries])
 
     def __len__(self) -> int:
-        return len(self.allowed)
+        return len(self._entries)
 
     def search(self, query: str, limit: int) -> str:
-        hits = [self.allowed[t.op.name] for t in self.index.search(query, limit)]
+        ranked = [self._entries[i] for i in self.index.ranked(query, limit)]
+        globals_of = {id(a): g for g, _, a in ranked}
         return render(
             "mcp/search.txt.j2",
             query=query,
-            hits=hits,
-            total=len(self.allowed),
-            signature=lambda a: short_signature(a.types, self.global_name),
+            hits=[a for _, _, a in ranked],
+            total=len(self._entries),
+            signature=lambda a: short_signature(a.types, globals_of[id(a)]),
         )
 
+    def _find(self, name: str) -> int | None:
+        found = self._by_name.get(name)
+        if found is None and len(self._parts) == 1:  # the bare name of a one-API catalog
+            found = self._by_name.get(f"{self.global_names[0]}.{name}")
+        return found
+
     def describe(self, name: str) -> str | None:
-        found = self.allowed.get(name.removeprefix(self.global_name + "."))
+        found = self._find(name)
         if found is None:
             return None
-        declarations, cut = self.types.closure(found.types.refs)
+        global_name, types, a = self._entries[found]
+        declarations, cut = types.closure(a.types.refs)
         return render(
             "mcp/describe.txt.j2",
-            a=found,
-            global_name=self.global_name,
+            a=a,
+            global_name=global_name,
             declarations=declarations,
             cut=cut,
         )

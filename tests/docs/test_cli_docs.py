@@ -41,6 +41,8 @@ def _commands() -> list[tuple[str, click.Command]]:
             assert command is not None, name
             path = f"{prefix} {name}".strip()
             if isinstance(command, click.Group):
+                if command.invoke_without_command:  # a command of its own too (`mcp`)
+                    out.append((path, command))
                 walk(command, path)
             else:
                 out.append((path, command))
@@ -66,14 +68,20 @@ COMMANDS = _commands()
 def test_every_command_is_walked() -> None:
     names = {name for name, _ in COMMANDS}
     assert {"build", "emit", "check", "validate", "extract", "run", "mcp"} <= names
-    assert {"grant init", "grant schema"} <= names
+    assert {"grant init", "grant schema", "mcp schema"} <= names
 
 
 @pytest.mark.parametrize(("name", "command"), COMMANDS, ids=[n for n, _ in COMMANDS])
 def test_the_commands_section_names_each_option_and_choice(
     name: str, command: click.Command
 ) -> None:
-    heading = "grant init and grant schema" if name.startswith("grant ") else name
+    heading = (
+        "grant init and grant schema"
+        if name.startswith("grant ")
+        else "mcp"
+        if name.startswith("mcp ")
+        else name
+    )
     section = _section(heading)
     shared = _shared()
     help_text = CliRunner().invoke(cli, [*name.split(), "--help"]).output

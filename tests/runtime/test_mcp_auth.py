@@ -507,3 +507,88 @@ def test_a_session_opened_by_one_caller_is_refused_to_another_callers_token(
         httpx.post(url, json=notified, headers=own, timeout=30)
         mine = httpx.post(url, json=listing, headers=own, timeout=30)
         assert mine.status_code == 200 and '"tools"' in mine.text
+
+
+class _JwksServer:
+    """A loopback identity provider's JWKS endpoint whose key set can be changed."""
+
+    def __init__(self, key: RSAKey) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.keys = [key]
+        self.fetches = 0
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                outer.fetches += 1
+                body = json.dumps({"keys": [k.as_dict(private=False) for k in outer.keys]})
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body.encode())
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/jwks.json"
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def test_a_jwks_url_is_fetched_at_start_and_again_for_a_rotated_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from runtime.mcp import auth as auth_module
+
+    idp = _JwksServer(ISSUER_KEY)
+    try:
+        block = {"jwt": {"jwks_url": idp.url, "issuer": ISSUER, "audience": AUDIENCE}}
+        verifier = CallerVerifier(auth_module.parse_auth(block, "test", tmp_path))
+        assert idp.fetches == 1
+        assert anyio.run(verifier.verify_token, _jwt()).client_id == CALLER
+        rotated = RSAKey.generate_key(2048, parameters={"kid": "k2"})
+        idp.keys = [rotated]
+        token = jwt.encode({"alg": "RS256", "kid": "k2"}, _claims(), rotated)
+        # Within the refresh interval an unknown key is not fetched for: a flood of bad
+        # tokens costs the identity provider nothing.
+        assert anyio.run(verifier.verify_token, token) is None
+        assert idp.fetches == 1
+        monkeypatch.setattr(auth_module, "JWKS_REFRESH_S", 0.0)
+        assert anyio.run(verifier.verify_token, token).client_id == CALLER
+        assert idp.fetches == 2
+    finally:
+        idp.close()
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("http://idp.example.test/jwks.json", "must be https"),
+        ("ftp://127.0.0.1/jwks.json", "must be https"),
+        ("http://127.0.0.1:9/jwks.json", "ConnectError"),
+    ],
+)
+def test_a_jwks_url_that_is_not_https_or_does_not_answer_is_refused(
+    url: str, message: str, tmp_path: Path
+) -> None:
+    block = {"jwt": {"jwks_url": url, "issuer": ISSUER, "audience": AUDIENCE}}
+    with pytest.raises(AuthFileError, match=message):
+        from runtime.mcp.auth import parse_auth
+
+        parse_auth(block, "test", tmp_path)
+
+
+def test_jwks_file_and_url_exclude_each_other(tmp_path: Path) -> None:
+    from runtime.mcp.auth import parse_auth
+
+    both = {"jwks_file": "a", "jwks_url": "https://x", "issuer": ISSUER, "audience": AUDIENCE}
+    for block in (both, {"issuer": ISSUER, "audience": AUDIENCE}):
+        with pytest.raises(AuthFileError, match="one of 'jwks_file' and 'jwks_url'"):
+            parse_auth({"jwt": block}, "test", tmp_path)

@@ -50,6 +50,7 @@ EXPORTED = {
     "TraceSnapshot",
     "VmError",
     "audit_line",
+    "check_globals",
     "check_quota_store",
     "check_trace_id",
     "format_table",

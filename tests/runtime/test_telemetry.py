@@ -428,3 +428,21 @@ def test_a_run_of_two_profiles_labels_each_call_and_refusal_with_its_own_profile
     (denied,) = _metric(reader, telemetry.DENIED_CALLS)
     assert denied["attributes"][telemetry.PROFILE] == "stripe"
     assert denied["value"] == 1
+
+
+def test_an_audit_log_with_otel_sends_each_line_as_a_log_record(exported, tmp_path: Path) -> None:
+    from runtime.mcp.audit import AuditLog
+
+    _, _, logs = exported
+    line = json.dumps({"profile": "a,b", "caller": "agent", "calls": [], "denied": 0})
+    read, write = os.pipe()
+    try:
+        AuditLog(tmp_path / "audit.jsonl", stderr_fd=write, stderr=False, otel=True).write(line)
+        os.close(write)
+        assert os.read(read, 1000) == b""  # stderr turned off
+    finally:
+        os.close(read)
+    assert (tmp_path / "audit.jsonl").read_text() == line + "\n"
+    (record,) = logs.get_finished_logs()
+    assert record.log_record.body == json.loads(line)
+    assert record.log_record.event_name == "plimsoll.audit"
