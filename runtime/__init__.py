@@ -40,6 +40,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Approver": ("runtime.broker.approval", "Approver"),
     "CannotAsk": ("runtime.broker.approval", "CannotAsk"),
     "Question": ("runtime.broker.approval", "Question"),
+    "MAX_APPROVAL_TIMEOUT_S": ("runtime.broker.approval", "MAX_APPROVAL_TIMEOUT_S"),
     "QUOTA_STORE_ENV": ("runtime.broker.quotas", "STORE_ENV"),
     "Quota": ("runtime.broker.quotas", "Quota"),
     "QuotaStoreUrlError": ("runtime.broker.quotas", "StoreUrlError"),
@@ -102,7 +103,13 @@ if TYPE_CHECKING:  # what a type checker and a reader see; nothing is imported a
         format_table,
     )
     from runtime.broker import load as load_grants
-    from runtime.broker.approval import Answer, Approver, CannotAsk, Question
+    from runtime.broker.approval import (
+        MAX_APPROVAL_TIMEOUT_S,
+        Answer,
+        Approver,
+        CannotAsk,
+        Question,
+    )
     from runtime.broker.quotas import STORE_ENV as QUOTA_STORE_ENV
     from runtime.broker.quotas import Quota
     from runtime.broker.quotas import StoreUrlError as QuotaStoreUrlError
@@ -165,6 +172,7 @@ __all__ = [
     "EXIT_REFUSED",
     "EXIT_TIMEOUT",
     "EXIT_TRAP",
+    "MAX_APPROVAL_TIMEOUT_S",
     "MAX_MEMORY_MB",
     "MAX_TIMEOUT_S",
     "MIN_MEMORY_MB",

@@ -33,16 +33,18 @@ from typing import Annotated
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.request_state import RequestStateSecurity
 from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from runtime import telemetry
+from runtime import MAX_APPROVAL_TIMEOUT_S, telemetry
 from runtime.mcp import guard
 from runtime.mcp.approval import ElicitApprover, can_elicit
 from runtime.mcp.audit import AuditLog
 from runtime.mcp.auth import AuthConfig, CallerVerifier, auth_settings, authenticated_caller
+from runtime.mcp.round_trips import KEEP_FINISHED_S, RoundTrips, declares_form, uses_input_required
 from runtime.mcp.runner import Grant, Run, Together, as_one, engine_error
 from runtime.mcp.tools import Catalog, execute_answer
 from specgen import build as pipeline
@@ -150,12 +152,17 @@ def build_server(
     admitted = 0  # executes running or waiting for a slot
     #: The joined catalog of each set of profiles a caller has been given.
     catalogs: dict[tuple[int, ...], Catalog] = {}
+    trips = RoundTrips()
     server = MCPServer(
         name="plimsoll-specgen",
         instructions=instructions_of(served),
         log_level="WARNING",
         auth=auth_settings(auth) if auth is not None else None,
         token_verifier=CallerVerifier(auth) if auth is not None else None,
+        # A parked run's state must outlive its longest question.
+        request_state_security=RequestStateSecurity.ephemeral(
+            ttl=MAX_APPROVAL_TIMEOUT_S + KEEP_FINISHED_S
+        ),
     )
 
     def caller() -> tuple[str | None, tuple[int, ...]]:
@@ -192,12 +199,14 @@ def build_server(
             str, Field(description="JavaScript to run; print results with console.log.")
         ],
         ctx: Context,
-    ) -> CallToolResult:
+    ) -> CallToolResult | InputRequiredResult:
         nonlocal admitted
         trace_id = f"mcp-{tag}:{next(numbers)}"
         who, mine = caller()
         if not mine:
             return refused(trace_id, "caller_refused", CALLER_REFUSED, authenticated_caller())
+        if ctx.request_state is not None:  # a retry carrying a held call's answer
+            return await trips.resume(ctx, who)
         grant = grant_of(mine)
         if audit.failed:
             return _text(
@@ -219,6 +228,10 @@ def build_server(
                 grant,
             )
         admitted += 1
+        if grant.holds_calls and uses_input_required(ctx) and declares_form(ctx):
+            # No server-to-client requests on this protocol: the run is parked and its
+            # questions ride input_required results (runtime.mcp.round_trips).
+            return await run_parked(grant, code, trace_id, who)
         # Held calls are asked of this request's client; one that cannot be asked gets
         # them refused by the broker, with a hint saying how to enable approval.
         approver = ElicitApprover(ctx) if grant.holds_calls and can_elicit(ctx) else None
@@ -250,29 +263,67 @@ def build_server(
                     if approver is None
                     else functools.partial(grant.run, code, trace_id, who, approver=approver)
                 )
-                run: Run = await anyio.to_thread.run_sync(work)
-        except engine_error() as exc:
+                try:
+                    outcome: object = await anyio.to_thread.run_sync(work)
+                except Exception as exc:
+                    outcome = exc
+                return outcome_of(grant, trace_id, who, outcome)
+        finally:
+            slots.release()
+
+    async def run_parked(
+        grant: Grant | Together, code: str, trace_id: str, who: str | None
+    ) -> CallToolResult | InputRequiredResult:
+        """A run whose held calls are asked in input_required results: it goes on in a
+        thread of its own across the client's retries, holding its slot until it ends."""
+        nonlocal admitted
+        parked = trips.open(who)
+        try:
+            await slots.acquire_on_behalf_of(parked)
+        except BaseException:  # cancelled while it waited: nothing ran
+            admitted -= 1
+            audit.write(grant.not_run(trace_id, "cancelled", caller=who))
+            raise
+
+        def release() -> None:
+            nonlocal admitted
+            slots.release_on_behalf_of(parked)
+            admitted -= 1
+
+        trips.start(
+            parked,
+            lambda approver: grant.run(code, trace_id, who, approver=approver),
+            lambda outcome: outcome_of(grant, trace_id, who, outcome),
+            release,
+        )
+        return await trips.next_answer(parked)
+
+    def outcome_of(
+        grant: Grant | Together, trace_id: str, who: str | None, outcome: object
+    ) -> CallToolResult:
+        """A run's (or its failure's) audit line, written, and the execute's answer."""
+        if isinstance(outcome, engine_error()):
             return refused(
                 trace_id,
                 "engine",
-                f"the sandbox cannot start: {str(exc).splitlines()[0]}",
+                f"the sandbox cannot start: {str(outcome).splitlines()[0]}",
                 who,
                 grant,
             )
-        except Exception as exc:  # never raise out of a tool; never show internals
-            log.exception("execute failed")
+        if not isinstance(outcome, Run):  # never raise out of a tool; never show internals
+            log.error(
+                "execute failed", exc_info=outcome if isinstance(outcome, BaseException) else None
+            )
             audit.write(
-                grant.not_run(trace_id, type(exc).__name__, mark="internal_error", caller=who)
+                grant.not_run(trace_id, type(outcome).__name__, mark="internal_error", caller=who)
             )
             return _text(
-                f"execute: internal error ({type(exc).__name__}); the run did not finish",
+                f"execute: internal error ({type(outcome).__name__}); the run did not finish",
                 is_error=True,
             )
-        finally:
-            slots.release()
-        audit.write(run.audit)
+        audit.write(outcome.audit)
         answer = execute_answer(
-            run,
+            outcome,
             max_calls=grant.max_calls,
             timeout_s=grant.timeout_s,
             leaks=grant.leaks,

@@ -25,6 +25,7 @@ from mcp import types
 from mcp.client.client import Client
 
 from runtime.mcp.approval import Decision
+from runtime.mcp.audit import AuditLog
 from runtime.mcp.runner import open_grant
 from runtime.mcp.server import build_server, prepare
 from tests.runtime.loopback import FakeAPI
@@ -67,7 +68,10 @@ def _server(
     monkeypatch: pytest.MonkeyPatch,
     request: pytest.FixtureRequest,
     isolation: str | None = None,
+    audit: AuditLog | None = None,
+    **profile: Any,
 ) -> Any:
+    """A server over the one-route grant; `profile` adds fields to the grant's profile."""
     monkeypatch.setenv("MCP_APPROVAL_KEY", KEY)
     (tmp_path / "spec.json").write_text(json.dumps(SPEC), "utf-8")
     grant = {
@@ -75,6 +79,7 @@ def _server(
         "allowed_callers": ["agent"],
         "token": {"type": "static", "env": "MCP_APPROVAL_KEY"},
         "allow": [{"route": "POST /v1/items", "approve": True}],
+        **profile,
     }
     (tmp_path / "grants.json").write_text(json.dumps({"profiles": {"p": grant}}), "utf-8")
     opened = open_grant(
@@ -83,7 +88,7 @@ def _server(
     pool = opened._pool  # the server runs for the test's length; its workers must not outlive it
     if pool is not None:
         request.addfinalizer(pool.close)
-    return build_server(prepare(str(tmp_path / "spec.json"), opened))
+    return build_server(prepare(str(tmp_path / "spec.json"), opened), audit)
 
 
 def _execute(server: Any, code: str, callback: Any, mode: str = "legacy") -> dict[str, Any]:
@@ -249,12 +254,11 @@ def test_a_client_without_elicitation_gets_the_call_refused_with_a_hint(
     assert any("form elicitation" in h for h in answer["hints"]), answer["hints"]
 
 
-def test_a_session_with_no_back_channel_is_refused_not_hung(
+def test_a_2026_session_whose_client_cannot_elicit_is_refused_not_hung(
     tmp_path: Path, api: FakeAPI, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
-    # The 2026-07-28 protocol has no server-initiated requests on this connection.
-    person = Person(content={"approve": True})
-    answer = _execute(_server(tmp_path, api, 0, monkeypatch, request), POST, person, mode="auto")
+    # The 2026-07-28 protocol, and a client that declared no elicitation capability.
+    answer = _execute(_server(tmp_path, api, 0, monkeypatch, request), POST, None, mode="auto")
     assert api.requests == []
     assert answer["calls"][0]["approval"] == "unavailable"
 
