@@ -258,8 +258,11 @@ class Broker:
         except (quotas.StoreDown, quotas.StoreUrlError):
             return self._refuse("quota_store_down", route)
         if taken.ok:
+            for quota, left in taken.left:
+                self.trace.quota(quota.label(), left=left)
             return None
         assert taken.quota is not None
+        self.trace.quota(taken.quota.label())
         return self._refuse(
             "quota", route, f"{taken.quota.label()}; retry after {taken.retry_after_s} s"
         )

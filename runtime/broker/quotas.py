@@ -82,11 +82,13 @@ class Quota:
 
 @dataclass(frozen=True)
 class Taken:
-    """The store's answer: taken, or refused by `quota` for `retry_after_s` more seconds."""
+    """The store's answer: taken, with the room each applying quota has left in its
+    window (`left`), or refused by `quota` for `retry_after_s` more seconds."""
 
     ok: bool
     quota: Quota | None = None
     retry_after_s: int = 0
+    left: tuple[tuple[Quota, int], ...] = ()
 
 
 class StoreDown(Exception):
@@ -94,10 +96,11 @@ class StoreDown(Exception):
 
 
 class QuotaStore(Protocol):
-    def take(self, keys: Sequence[tuple[str, int, int]]) -> int:
+    def take(self, keys: Sequence[tuple[str, int, int]]) -> tuple[int, tuple[int, ...]]:
         """Take one unit from each (key, limit, ttl seconds) if every one has room.
-        Returns -1 when taken, else the index of the first key with no room left.
-        Raises StoreDown when the store cannot answer."""
+        Returns (-1, each counter's count after the take) when taken, else (the index
+        of the first key with no room left, ()). Raises StoreDown when the store cannot
+        answer."""
         ...
 
 
@@ -120,9 +123,10 @@ def take(
         # The counter outlives its window a little, so a clock a second behind the
         # store's never finds it gone early.
         keys.append((quota.key(profile, caller, start), quota.calls, quota.window_s + 5))
-    refused = store.take(keys)
+    refused, used = store.take(keys)
     if refused < 0:
-        return Taken(True)
+        left = tuple((q, max(0, q.calls - n)) for q, n in zip(applying, used, strict=True))
+        return Taken(True, left=left)
     quota = applying[refused]
     end = (int(now // quota.window_s) + 1) * quota.window_s
     return Taken(False, quota, max(1, math.ceil(end - now)))
@@ -148,7 +152,7 @@ class SqliteStore:
             self._local.db = db
         return db
 
-    def take(self, keys: Sequence[tuple[str, int, int]]) -> int:
+    def take(self, keys: Sequence[tuple[str, int, int]]) -> tuple[int, tuple[int, ...]]:
         try:
             db = self._db()
             now = time.time()
@@ -160,39 +164,46 @@ class SqliteStore:
                     ).fetchone()
                     if row is not None and row[0] >= limit:
                         db.execute("COMMIT")
-                        return index
+                        return index, ()
+                used = []
                 for key, _limit, ttl in keys:
-                    db.execute(
+                    (count,) = db.execute(
                         "INSERT INTO quota_counts (key, used, expires) VALUES (?, 1, ?)"
                         " ON CONFLICT(key) DO UPDATE SET"
                         " used = CASE WHEN expires > ? THEN used + 1 ELSE 1 END,"
-                        " expires = CASE WHEN expires > ? THEN expires ELSE excluded.expires END",
+                        " expires = CASE WHEN expires > ? THEN expires ELSE excluded.expires END"
+                        " RETURNING used",
                         (key, now + ttl, now, now),
-                    )
+                    ).fetchone()
+                    used.append(int(count))
                 db.execute("DELETE FROM quota_counts WHERE expires <= ?", (now,))
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
-            return -1
+            return -1, tuple(used)
         except (sqlite3.Error, OSError) as exc:
             raise StoreDown(f"quota store {str(self.path)!r}: {type(exc).__name__}") from None
 
 
 #: KEYS: the counters; ARGV: their limits, then their TTLs. Checks every counter before
-#: incrementing any, in one script, so the take is atomic on the server.
+#: incrementing any, in one script, so the take is atomic on the server. Returns {-1,
+#: each count after the take} or {the index of the full counter}.
 _REDIS_TAKE = """
 local n = #KEYS
 for i = 1, n do
   local used = tonumber(redis.call('GET', KEYS[i]) or '0')
-  if used >= tonumber(ARGV[i]) then return i - 1 end
+  if used >= tonumber(ARGV[i]) then return {i - 1} end
 end
+local counts = {-1}
 for i = 1, n do
-  if redis.call('INCR', KEYS[i]) == 1 then
+  local count = redis.call('INCR', KEYS[i])
+  if count == 1 then
     redis.call('EXPIRE', KEYS[i], tonumber(ARGV[n + i]))
   end
+  counts[i + 1] = count
 end
-return -1
+return counts
 """
 
 
@@ -208,16 +219,15 @@ class RedisStore:
         )
         self._script: Any = self._redis.register_script(_REDIS_TAKE)
 
-    def take(self, keys: Sequence[tuple[str, int, int]]) -> int:
+    def take(self, keys: Sequence[tuple[str, int, int]]) -> tuple[int, tuple[int, ...]]:
         import redis
 
         try:
-            return int(
-                self._script(
-                    keys=[k for k, _, _ in keys],
-                    args=[limit for _, limit, _ in keys] + [ttl for _, _, ttl in keys],
-                )
+            first, *counts = self._script(
+                keys=[k for k, _, _ in keys],
+                args=[limit for _, limit, _ in keys] + [ttl for _, _, ttl in keys],
             )
+            return int(first), tuple(int(c) for c in counts)
         except (redis.RedisError, OSError) as exc:
             raise StoreDown(f"quota store {_shown_url(self.url)}: {type(exc).__name__}") from None
 

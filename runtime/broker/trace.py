@@ -92,6 +92,19 @@ class RefusedCall:
 
 
 @dataclass(frozen=True, slots=True)
+class QuotaState:
+    """One quota as a run met it: the units the run took, the calls it refused, and the
+    room left in its window after the run's latest take (None when it took none)."""
+
+    quota: str
+    taken: int
+    refused: int
+    left: int | None
+    #: The profile the quota belongs to, in a run of several profiles (else None).
+    profile: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class RouteCount:
     """Every call sent upstream for one (method, allow entry), rows kept or not."""
 
@@ -119,6 +132,8 @@ class TraceSnapshot:
     refused: tuple[RefusedCall, ...] = ()
     #: Held calls by verdict ((verdict, count), sorted); empty when none was held.
     approvals: tuple[tuple[str, int], ...] = ()
+    #: Each of the profile's quotas that applied to a call of the run, by label.
+    quotas: tuple[QuotaState, ...] = ()
 
     def to_dict(self) -> dict[str, object]:
         record: dict[str, object] = {
@@ -136,7 +151,16 @@ class TraceSnapshot:
             record["shed"] = self.shed
         if self.approvals:
             record["approvals"] = dict(self.approvals)
+        if self.quotas:
+            record["quotas"] = [_quota_dict(q) for q in self.quotas]
         return record
+
+
+def _quota_dict(state: QuotaState) -> dict[str, object]:
+    out = asdict(state)
+    if state.profile is None:
+        del out["profile"]
+    return out
 
 
 def _count_dict(count: RouteCount) -> dict[str, object]:
@@ -188,6 +212,19 @@ class CallTrace:
         self._shed = 0
         self._refused: list[RefusedCall] = []
         self._approvals: dict[str, int] = {}
+        #: (profile, quota label) -> [taken, refused, left after the latest take]
+        self._quotas: dict[tuple[str | None, str], list[int | None]] = {}
+
+    def quota(self, label: str, *, left: int | None = None, profile: str | None = None) -> None:
+        """Note one quota's part in a call: a unit taken with `left` room after it, or
+        (left None) the call it refused."""
+        with self._lock:
+            state = self._quotas.setdefault((profile, label), [0, 0, None])
+            if left is None:
+                state[1] = (state[1] or 0) + 1
+            else:
+                state[0] = (state[0] or 0) + 1
+                state[2] = left
 
     def deny(
         self,
@@ -313,6 +350,12 @@ class CallTrace:
                 self._shed,
                 tuple(self._refused),
                 tuple(sorted(self._approvals.items())),
+                tuple(
+                    QuotaState(label, taken or 0, refused or 0, left, profile)
+                    for (profile, label), (taken, refused, left) in sorted(
+                        self._quotas.items(), key=lambda kv: (kv[0][0] or "", kv[0][1])
+                    )
+                ),
             )
 
 
@@ -335,6 +378,9 @@ class ProfileTrace:
 
     def shed(self, route: Route | None = None) -> None:
         self.shared.shed(route, profile=self.profile)
+
+    def quota(self, label: str, *, left: int | None = None) -> None:
+        self.shared.quota(label, left=left, profile=self.profile)
 
     def record(self, route: Route, **fields: object) -> None:
         self.shared.record(route, profile=self.profile, **fields)  # type: ignore[arg-type]

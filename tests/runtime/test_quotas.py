@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from runtime import Broker, GrantsError, HostRequest, Profile, Secret, load_grants
+from runtime import Broker, GrantsError, HostRequest, Profile, Secret, audit_line, load_grants
 from runtime.broker import quotas
 from runtime.broker.quotas import Quota, SqliteStore
 from specgen.routes import Route
@@ -84,6 +84,28 @@ def test_a_quota_lets_exactly_its_calls_through_across_runs(tmp_path: Path) -> N
         assert "retry after" in text
     assert trace2.denied == 2
     assert [r.rule for r in trace2.refused] == ["quota", "quota"]
+
+
+def _quota_record(trace) -> list[dict[str, object]]:  # type: ignore[no-untyped-def]
+    """The audit line's quota state, as a reader of the line gets it."""
+    return json.loads(audit_line("q", trace))["quotas"]
+
+
+def test_the_audit_line_says_what_each_quota_took_refused_and_has_left(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "q.sqlite3")
+    profile = _profile(Quota(5, "hour"), Quota(100, "day", "caller"))
+    _, _, first = _calls(profile, store, 3)
+    _, _, second = _calls(profile, store, 4)  # a second run: 2 left in the hour, then none
+    assert _quota_record(first) == [
+        {"quota": "100 per day by caller", "taken": 3, "refused": 0, "left": 97},
+        {"quota": "5 per hour by profile", "taken": 3, "refused": 0, "left": 2},
+    ]
+    assert _quota_record(second) == [
+        {"quota": "100 per day by caller", "taken": 2, "refused": 0, "left": 95},
+        {"quota": "5 per hour by profile", "taken": 2, "refused": 2, "left": 0},
+    ]
+    no_quotas = json.loads(audit_line("q", _calls(_profile(), store, 1)[2]))
+    assert "quotas" not in no_quotas  # a profile without quotas keeps the line it had
 
 
 def test_by_caller_gives_each_caller_its_own_count(tmp_path: Path) -> None:
@@ -180,7 +202,7 @@ def test_an_unwritable_sqlite_store_refuses_the_calls(tmp_path: Path) -> None:
     blocked = tmp_path / "file"
     blocked.write_text("not a folder")
     store = SqliteStore(blocked / "q.sqlite3")
-    api, replies, trace = _calls(_profile(Quota(5, "minute")), store, 2)
+    api, replies, trace = _calls(_profile(Quota(5, "hour")), store, 2)
     assert api.sent == []
     assert {r.status for r in replies} == {503}
     assert "quota store unavailable" in replies[0].body.decode()
@@ -309,6 +331,20 @@ def test_redis_counts_across_processes(redis_url: tuple[str, subprocess.Popen[by
     results = _in_processes(url)
     assert sum(sent for sent, _ in results) == 20
     assert sum(refused for _, refused in results) == 20
+
+
+def test_redis_gives_the_same_quota_state_as_sqlite(
+    redis_url: tuple[str, subprocess.Popen[bytes]],
+) -> None:
+    url, _ = redis_url
+    profile = _profile(Quota(5, "hour"), Quota(100, "day", "caller"))
+    store = quotas.open_store(url)
+    _calls(profile, store, 3)
+    _, _, trace = _calls(profile, store, 4)
+    assert _quota_record(trace) == [
+        {"quota": "100 per day by caller", "taken": 2, "refused": 0, "left": 95},
+        {"quota": "5 per hour by profile", "taken": 2, "refused": 2, "left": 0},
+    ]
 
 
 def test_redis_counters_expire_with_their_window(
