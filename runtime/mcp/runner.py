@@ -170,9 +170,7 @@ class Grant:
         `not_run` when it never reached a sandbox, `internal_error` (the fault's type
         name) when the run's outcome was lost to a fault around it, and with it the
         trace (a call may have reached the API)."""
-        record = orjson.loads(audit_line(self.name, TraceSnapshot((), 0, 0), trace_id))
-        record[mark] = reason
-        return _with_caller(record, caller or self._caller)
+        return _not_run_line(self.name, trace_id, mark, reason, caller or self._caller)
 
     @property
     def holds_calls(self) -> bool:
@@ -255,9 +253,7 @@ class Together:
         caller: str | None = None,
     ) -> str:
         names = tuple(g.name for g in self.grants)
-        record = orjson.loads(audit_line(names, TraceSnapshot((), 0, 0), trace_id))
-        record[mark] = reason
-        return _with_caller(record, caller or self._caller)
+        return _not_run_line(names, trace_id, mark, reason, caller or self._caller)
 
     def run(
         self,
@@ -308,6 +304,19 @@ def _as_run(outcome: RunOutcome, who: str) -> Run:
         audit=_with_caller(orjson.loads(outcome.audit), who),
         refused=tuple(r.rule for r in trace.refused),
     )
+
+
+def _not_run_line(
+    profile: str | tuple[str, ...],
+    trace_id: str | None,
+    mark: str,
+    reason: str,
+    caller: str | None,
+) -> str:
+    """The audit record of a run with no outcome: no calls, and `mark` saying why."""
+    record = orjson.loads(audit_line(profile, TraceSnapshot((), 0, 0), trace_id))
+    record[mark] = reason
+    return _with_caller(record, caller)
 
 
 def _with_caller(record: dict[str, object], caller: str | None) -> str:
