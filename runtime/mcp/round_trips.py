@@ -178,7 +178,13 @@ class RoundTrips:
                 outcome: object = work(RoundTripApprover(parked))
             except BaseException as exc:  # finish turns it into an answer and an audit line
                 outcome = exc
-            result = finish(outcome)
+            try:
+                result = finish(outcome)
+            except Exception as exc:  # the slot is released whatever finish did
+                result = _text(
+                    f"execute: internal error ({type(exc).__name__}); the run's answer was lost",
+                    is_error=True,
+                )
 
             def done() -> None:
                 release()

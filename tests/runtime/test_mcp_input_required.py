@@ -234,3 +234,22 @@ def test_a_parked_run_takes_answers_only_from_the_caller_it_runs_for() -> None:
     assert (bobs.is_error, bobs.content[0].text) == (True, GONE)
     assert alices.content[0].text == "ran"
     assert answers == [Answer.YES]
+
+
+def test_a_run_whose_answer_cannot_be_made_still_frees_its_slot() -> None:
+    from runtime.mcp.round_trips import RoundTrips
+
+    released: list[bool] = []
+
+    def finish(outcome: object) -> types.CallToolResult:
+        raise OSError("the audit file is gone")
+
+    async def go() -> Any:
+        trips = RoundTrips()
+        parked = trips.open(None)
+        trips.start(parked, lambda approver: "ran", finish, lambda: released.append(True))
+        return await trips.next_answer(parked)
+
+    answer = anyio.run(go)
+    assert released == [True]
+    assert answer.is_error and "internal error (OSError)" in answer.content[0].text
