@@ -167,14 +167,16 @@ class SqliteStore:
                         return index, ()
                 used = []
                 for key, _limit, ttl in keys:
-                    (count,) = db.execute(
+                    # fetchall steps the upsert to its end, so COMMIT finds no statement
+                    # still running.
+                    [(count,)] = db.execute(
                         "INSERT INTO quota_counts (key, used, expires) VALUES (?, 1, ?)"
                         " ON CONFLICT(key) DO UPDATE SET"
                         " used = CASE WHEN expires > ? THEN used + 1 ELSE 1 END,"
                         " expires = CASE WHEN expires > ? THEN expires ELSE excluded.expires END"
                         " RETURNING used",
                         (key, now + ttl, now, now),
-                    ).fetchone()
+                    ).fetchall()
                     used.append(int(count))
                 db.execute("DELETE FROM quota_counts WHERE expires <= ?", (now,))
                 db.execute("COMMIT")

@@ -173,7 +173,7 @@ def answer(request):
 store = quotas.open_store({url!r})
 with Broker(profile, transport=httpx.MockTransport(answer), caller="a", quota_store=store) as b:
     statuses = [b(HostRequest("GET", f"/items/{{i}}", None)).status for i in range(20)]
-print(len(sent), statuses.count(429))
+print(len(sent), statuses.count(429), *sorted(set(statuses) - {{200, 429}}))
 """
 
 
@@ -187,7 +187,8 @@ def _in_processes(url: str, n: int = 2) -> list[tuple[int, int]]:
     for proc in procs:
         stdout, _ = proc.communicate(timeout=60)
         assert proc.returncode == 0
-        sent, refused = (int(x) for x in stdout.split())
+        sent, refused, *other = (int(x) for x in stdout.split())
+        assert other == [], f"statuses other than 200 and 429: {other}"
         out.append((sent, refused))
     return out
 
