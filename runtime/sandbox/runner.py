@@ -276,18 +276,15 @@ def _evaluate_image(vm: qjs_vm.Vm, bridge: Bridge, image: snapshot.Image, code: 
     """After `snapshot.restore`: only the agent's code, as its own `<cmdline>` module."""
     ctx = image.ctx
     body = code.encode("utf-8", errors="surrogatepass")
-    whole = image.prefix + body
-    ptr = vm.alloc(whole)
+    ptr = vm.alloc(body)
     # execArgv[2] is the whole source, prelude included, exactly as on the stock path.
-    vm.call(
-        "JS_SetPropertyUint32", ctx, image.argv, 2, vm.call("JS_NewStringLen", ctx, ptr, len(whole))
-    )
+    snapshot.set_source(vm, image, vm.call("JS_NewStringLen", ctx, ptr, len(body)))
     try:
         _run_module(
             vm,
             bridge,
             ctx,
-            ptr + len(image.prefix),
+            ptr,
             len(body),
             1,
             owner=ptr,
