@@ -23,6 +23,9 @@ loaded box slows both sides alike; the load average is printed beside them.
 - `specgen mcp` start: `runtime.mcp.server.prepare` (the document built and validated,
   the grant's view, its description and catalog) on GitHub's document with its whole
   allow list as the grant, beside the pipeline alone. Target <= 0.7 s.
+- `specgen mcp` ready: wall time from starting `specgen mcp` on GitHub's document and full
+  grant (stdio) to its answer to `initialize`, beside the same for a bare SDK server with
+  one tool (the floor the official SDK's own import and start set).
 - `specgen --help`: CPU seconds of the process (user + system), beside `python -c pass`.
   Target <= 0.1 s.
 """
@@ -329,4 +332,75 @@ def test_bench_mcp_start_on_githubs_full_grant() -> None:
     print(
         f"  prepare()  {t['prepare']:6.3f} s   the pipeline alone {t['pipeline']:6.3f} s"
         f"   {t['prepare'] / t['pipeline']:5.2f}x (target <= 0.7 s)"
+    )
+
+
+_INITIALIZE = (
+    json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "1"},
+            },
+        }
+    )
+    + "\n"
+).encode()
+
+_BARE_SERVER = """
+from mcp.server.mcpserver import MCPServer
+server = MCPServer("bare")
+@server.tool()
+def one() -> str:
+    return "1"
+server.run()
+"""
+
+
+def _ready(argv: list[str], env: dict[str, str]) -> float:
+    """Seconds from starting a stdio MCP server to its answer to `initialize`."""
+    begun = time.perf_counter()
+    proc = subprocess.Popen(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(_INITIALIZE)
+    proc.stdin.flush()
+    line = proc.stdout.readline()
+    took = time.perf_counter() - begun
+    proc.kill()
+    proc.wait()
+    assert b'"result"' in line, line
+    return took
+
+
+def test_bench_mcp_ready_on_githubs_full_grant(tmp_path: Path) -> None:
+    allow = json.loads(_github().files["allow.json"])
+    grants = tmp_path / "grants.json"
+    profile = {
+        "base_url": "https://api.github.com",
+        "global": "github",
+        "allowed_callers": ["bench"],
+        "token": {"type": "static", "env": "BENCH_TOKEN"},
+        "allow": allow,
+    }
+    grants.write_text(json.dumps({"profiles": {"github": profile}}))
+    env = {**os.environ, "BENCH_TOKEN": "bench-token"}
+    bin_dir = Path(sys.executable).parent
+    ours = [str(bin_dir / "specgen"), "mcp", "--grants", str(grants), "--profile", "github"]
+    ours += ["--caller", "bench", "--spec", str(GITHUB)]
+    bare = [sys.executable, "-c", _BARE_SERVER]
+    _ready(ours, env), _ready(bare, env)  # the page cache and bytecode, for both
+    t = _rounds({"ours": lambda: _ready(ours, env), "bare": lambda: _ready(bare, env)}, rounds=5)
+    print(
+        f"\nspecgen mcp ready, GitHub's document and its {len(allow)}-entry grant (load {_load()})"
+    )
+    print(f"  bare SDK server   {t['bare']:6.3f} s")
+    print(
+        f"  specgen mcp       {t['ours']:6.3f} s   {t['ours'] / t['bare']:5.2f}x the bare server"
+        " (target <= 0.7 s)"
     )
