@@ -180,13 +180,19 @@ async def guard_streams(
                     in_flight.release(message.id)
                 await write.send(item)
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(inbound)
-        tg.start_soon(outbound)
-        try:
-            yield server_read, server_write
-        finally:
-            tg.cancel_scope.cancel()
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(inbound)
+            tg.start_soon(outbound)
+            try:
+                yield server_read, server_write
+            finally:
+                tg.cancel_scope.cancel()
+    finally:
+        # The transport's writer runs until its stream closes; the SDK's session closes
+        # the stream it was given, which here is ours, so the transport's is closed here
+        # or the process would outlive its client's EOF.
+        await write.aclose()
 
 
 def _refusal(item: SessionMessage | Exception, in_flight: InFlight) -> JSONRPCError | None:

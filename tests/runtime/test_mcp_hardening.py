@@ -9,6 +9,7 @@
 - A JSON-RPC id reused while its request is in flight is refused with a JSON-RPC error,
   over HTTP and stdio, and the first request is still answered.
 - A stdin line past the message limit is skipped in bounded memory and answered.
+- A stdio server exits when its client closes stdin, even with a run in flight.
 
 The HTTP tests that need runs to stay in flight serve the real SDK app through our
 guard on a real socket, in this process, with the grant's run replaced by one that
@@ -621,3 +622,30 @@ def test_an_address_in_use_is_one_line(fake: FakeAgentMemory) -> None:
         1,
         f"specgen: --http {address!r}: Address already in use\n",
     )
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_the_server_ends_when_its_client_closes_stdin(
+    fake: FakeAgentMemory, tmp_path: Path, workers: str
+) -> None:
+    """At its client's EOF a stdio server exits 0, in-process or with workers, and a run
+    still in flight keeps its audit line."""
+    sleeper = 'import * as os from "qjs:os"; os.sleep(500);'
+    lines = [INIT, {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+    lines.append(_execute(1, sleeper))
+    audit = tmp_path / "audit.jsonl"
+    try:
+        done = subprocess.run(
+            [str(SPECGEN), *_args(fake), "--workers", workers, "--audit", str(audit)],
+            input=b"".join(json.dumps(line).encode() + b"\n" for line in lines),
+            capture_output=True,
+            env={**os.environ, TOKEN_ENV: TOKEN},
+            cwd=ROOT,
+            timeout=60,
+        )
+    except subprocess.TimeoutExpired:
+        raise AssertionError("specgen mcp still ran a minute after stdin closed") from None
+    assert done.returncode == 0, done.stderr.decode()
+    assert json.loads(done.stdout.splitlines()[0])["id"] == 0
+    records = [json.loads(line) for line in audit.read_text().splitlines()]
+    assert [record["trace_id"].rsplit(":", 1)[1] for record in records] == ["1"]
