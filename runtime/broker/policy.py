@@ -87,6 +87,21 @@ class Policy:
         )
         # The needles are built once per broker, not per reply.
         self._reflection = Reflection(self._credential.secrets() if self._credential else ())
+        # What every request carries before the plan's own headers, and the names the
+        # guest may never set, are the profile's and the credential's: made once here.
+        fixed = profile.headers
+        given = {name.lower() for name, _ in fixed}
+        leading = [] if "accept" in given else [("Accept", "application/json")]
+        leading.append(("Accept-Encoding", "identity"))
+        if "user-agent" not in given:
+            leading.append(("User-Agent", USER_AGENT))
+        self._leading: tuple[tuple[str, str], ...] = (*leading, *fixed)
+        credential_headers = self._credential.headers() if self._credential else []
+        credential_query = self._credential.query() if self._credential else []
+        self._reserved_header_names = tuple(name for name, _ in fixed) + tuple(
+            name for name, _ in credential_headers
+        )
+        self._reserved_query_names = tuple(name for name, _ in credential_query)
 
     def approve(self, method: object, path: object) -> Route | None:
         """The allow entry admitting this raw call, or None to refuse it.
@@ -134,8 +149,8 @@ class Policy:
             return None
         entry: AllowEntry = self._profile.entry_for(route)
         try:
-            query = calls.build_query(entry, call.query, self._reserved_query())
-            headers = calls.build_headers(entry, call.headers, self._reserved_headers())
+            query = calls.build_query(entry, call.query, self._reserved_query_names)
+            headers = calls.build_headers(entry, call.headers, self._reserved_header_names)
             body = calls.build_body(entry, call.body, call.media_type, call.payload)
         except CallRefused as refused:
             refused.route = route
@@ -154,20 +169,6 @@ class Policy:
         )
         readable = self._profile.response_headers + entry.response_headers
         return Plan(route, path, query, tuple(headers), body, names, readable)
-
-    def _reserved_headers(self) -> tuple[str, ...]:
-        """Header names the credential or the profile's `headers` set: never the guest's
-        to choose (a guest header of such a name is refused, not merged)."""
-        fixed = tuple(name for name, _ in self._profile.headers)
-        if self._credential is None:
-            return fixed
-        return fixed + tuple(name for name, _ in self._credential.headers())
-
-    def _reserved_query(self) -> tuple[str, ...]:
-        """Query names the credential appends after approval: never the guest's to set."""
-        if self._credential is None:
-            return ()
-        return tuple(name for name, _ in self._credential.query())
 
     def build(
         self,
@@ -206,20 +207,12 @@ class Policy:
             url = url.copy_with(query=wire_query.encode("ascii"))
         wire_target = plan.path + ("?" + wire_query if wire_query else "")
         body = plan.body
-        content = body.content if body is not None else None
-        fields: dict[str, list[str]] = {}
-        for name, value in body.fields if body is not None else ():
-            fields.setdefault(name, []).append(value)
-        request = httpx.Request(
-            method,
-            url,
-            headers=self._headers(body, plan.headers),
-            content=content if content else None,
-            data=fields or None,
-            files=list(body.parts) if body is not None and body.parts else None,
-            extensions={"timeout": httpx.Timeout(timeout_s).as_dict()},
-        )
-        request.read()  # form and multipart bodies are streams; the size check needs bytes
+        headers = self._headers(body, plan.headers)
+        timeout = {"connect": timeout_s, "read": timeout_s, "write": timeout_s, "pool": timeout_s}
+        if body is not None and (body.fields or body.parts):
+            request = _encoded_request(method, url, headers, body, timeout)
+        else:
+            request = _bytes_request(method, url, headers, body.content if body else None, timeout)
         if request.url.raw_path != wire_target.encode("ascii") or request.method != method:
             return None
         if body is not None and (body.fields or body.parts):
@@ -240,14 +233,7 @@ class Policy:
     def _headers(
         self, body: Body | None, extra: tuple[tuple[str, str], ...]
     ) -> list[tuple[str, str]]:
-        fixed = self._profile.headers
-        given = {name.lower() for name, _ in fixed}
-        headers = [] if "accept" in given else [("Accept", "application/json")]
-        headers.append(("Accept-Encoding", "identity"))
-        if "user-agent" not in given:
-            headers.append(("User-Agent", USER_AGENT))
-        headers += list(fixed)
-        headers += list(extra)
+        headers = [*self._leading, *extra]
         if body is not None and body.content:
             kind = body.media_type
             headers.append(
@@ -312,6 +298,58 @@ class Policy:
     def reflects_key(self, body: bytes) -> bool:
         """Does the reply hold the key, verbatim, encoded or in pieces (reflection.py)?"""
         return self._reflection.found(body)
+
+
+def _bytes_request(
+    method: str,
+    url: httpx.URL,
+    headers: list[tuple[str, str]],
+    content: bytes | None,
+    timeout: dict[str, float],
+) -> httpx.Request:
+    """A request with no body or a body of bytes, its headers exactly those httpx would
+    add (Host first, Content-Length last, or `0` first for a bodiless POST, PUT or
+    PATCH), made as one stream instead of through httpx's content encoding, which would
+    normalise every header twice and copy the body again."""
+    host = ("Host", url.netloc.decode("ascii"))
+    if content:
+        lines = [host, *headers, ("Content-Length", str(len(content)))]
+    elif method in ("POST", "PUT", "PATCH"):
+        lines = [host, ("Content-Length", "0"), *headers]
+    else:
+        lines = [host, *headers]
+    request = httpx.Request(
+        method,
+        url,
+        headers=lines,
+        stream=httpx.ByteStream(content or b""),
+        extensions={"timeout": timeout},
+    )
+    request.read()
+    return request
+
+
+def _encoded_request(
+    method: str,
+    url: httpx.URL,
+    headers: list[tuple[str, str]],
+    body: Body,
+    timeout: dict[str, float],
+) -> httpx.Request:
+    """A form or multipart request, encoded by httpx (its boundary, its Content-Type)."""
+    fields: dict[str, list[str]] = {}
+    for name, value in body.fields:
+        fields.setdefault(name, []).append(value)
+    request = httpx.Request(
+        method,
+        url,
+        headers=headers,
+        data=fields or None,
+        files=list(body.parts) if body.parts else None,
+        extensions={"timeout": timeout},
+    )
+    request.read()  # form and multipart bodies are streams; the size check needs bytes
+    return request
 
 
 __all__ = ["MAX_REPLY_HEADER_BYTES", "USER_AGENT", "Plan", "Policy"]
