@@ -341,16 +341,6 @@ def _throw(vm: qjs_vm.Vm, ctx: int, kind: str, message: str) -> int:
             vm.free(p)
 
 
-_REPLY_KEYS = b"status\0body\0type\0headers"
-_BODY_KEY, _TYPE_KEY, _HEADERS_KEY = 7, 12, 17
-#: JS_PROP_C_W_E: configurable, writable, enumerable, as an object literal's properties.
-_C_W_E = 7
-#: Configurable and writable, not enumerable: `type` and `headers` are for the client, and
-#: a guest that prints a raw reply (JSON.stringify, Object.keys) sees the reference's
-#: `{status, body}`.
-_C_W = 3
-
-
 def _well_formed(body: bytes) -> bytes:
     """The reply's bytes as UTF-8 the guest's string can hold as the standard decodes it.
 
@@ -402,64 +392,32 @@ def _is_binary(content_type: str, body: bytes) -> bool:
     return False
 
 
-def _body_value(vm: qjs_vm.Vm, ctx: int, body: bytes, binary: bool) -> int:
-    """The reply body as a JS string (UTF-8) or a Uint8Array holding exactly `body`."""
-    if not binary:
-        return vm.new_string(ctx, _well_formed(body))
-    ptr = vm.alloc(body, nul=False)
+def _reply_object(vm: qjs_vm.Vm, ctx: int, reply: HostReply) -> int:
+    """A plain `{status, body}` with a non-enumerable `type` (the reply's media type),
+    plus a non-enumerable `headers` (a JSON string) when the upstream answered, made by
+    the glue's `plimsoll_reply` (host_glue.c) from one buffer: the body's bytes, the
+    type's, the headers'. A reply the broker or the sandbox made itself has no
+    `headers`: that absence is how the client tells a refusal from an answer. Returns
+    the pending exception when the guest's memory runs out."""
+    binary = _is_binary(reply.content_type, reply.body)
+    body = reply.body if binary else _well_formed(reply.body)
+    kind = media.essence(reply.content_type).encode("ascii", "replace")
+    names = _headers_json(reply.headers) if reply.upstream else b""
+    text = body + kind + names
+    headers_len = len(names) if reply.upstream else -1
+    if len(text) <= qjs_vm.SCRATCH["string"]:
+        ptr = vm.scratch("string")
+        vm.write(ptr, text)
+        return vm.call(
+            "plimsoll_reply", ctx, reply.status, ptr, len(body), binary, len(kind), headers_len
+        )
+    ptr = vm.alloc(text, nul=False)
     try:
-        return vm.call("JS_NewUint8ArrayCopy", ctx, ptr, len(body))
+        return vm.call(
+            "plimsoll_reply", ctx, reply.status, ptr, len(body), binary, len(kind), headers_len
+        )
     finally:
         vm.free(ptr)
-
-
-def _reply_object(vm: qjs_vm.Vm, ctx: int, reply: HostReply) -> int:
-    """A plain `{status, body}` with a non-enumerable `type` (the reply's media type), plus
-    a non-enumerable `headers` (a JSON string) when the upstream answered: a new object given its own data
-    properties with JS_DefinePropertyValueStr, which defines rather than assigns, so a
-    setter the guest put on Object.prototype can neither intercept nor hide them. A reply
-    the broker or the sandbox made itself has no `headers`: that absence is how the client
-    tells a refusal from an answer.
-
-    Not JS_NewObjectFromStr, which would make it in one call: in QuickJS-NG 0.15 that call
-    adds its properties to the shape every empty object shares, so each `{}` the guest made
-    before the reply grew phantom `status` and `body` fields holding stale heap values
-    (tests/runtime/test_reply_object_shape.py)."""
-    body = _body_value(vm, ctx, reply.body, _is_binary(reply.content_type, reply.body))
-    if qjs_vm.tag_of(body) == qjs_vm.TAG_EXCEPTION:
-        return body
-    kind = vm.new_string(ctx, media.essence(reply.content_type).encode("ascii", "replace"))
-    if qjs_vm.tag_of(kind) == qjs_vm.TAG_EXCEPTION:
-        vm.call("JS_FreeValue", ctx, body)
-        return kind
-    obj = vm.call("JS_NewObject", ctx)
-    if qjs_vm.tag_of(obj) == qjs_vm.TAG_EXCEPTION:
-        vm.call("JS_FreeValue", ctx, body)
-        vm.call("JS_FreeValue", ctx, kind)
-        return obj
-    keys = vm.constant(_REPLY_KEYS)
-    status = qjs_vm.js_int(reply.status)
-    # Each call takes ownership of the value, also when it fails (out of memory), and a
-    # failure leaves the exception pending: the object is freed and the exception returned.
-    pending = [(keys + _BODY_KEY, body, _C_W_E), (keys + _TYPE_KEY, kind, _C_W)]
-    if reply.upstream:
-        names = vm.new_string(ctx, _headers_json(reply.headers))
-        if qjs_vm.tag_of(names) == qjs_vm.TAG_EXCEPTION:
-            for _, value, _ in pending:
-                vm.call("JS_FreeValue", ctx, value)
-            vm.call("JS_FreeValue", ctx, obj)
-            return names
-        pending.append((keys + _HEADERS_KEY, names, _C_W))
-    ok = vm.call("JS_DefinePropertyValueStr", ctx, obj, keys, status, _C_W_E) >= 0
-    for key, value, flags in pending:
-        if ok:
-            ok = vm.call("JS_DefinePropertyValueStr", ctx, obj, key, value, flags) >= 0
-        else:
-            vm.call("JS_FreeValue", ctx, value)
-    if ok:
-        return obj
-    vm.call("JS_FreeValue", ctx, obj)
-    return qjs_vm.JS_EXCEPTION
 
 
 def prepare_constants(vm: qjs_vm.Vm) -> None:
@@ -467,7 +425,6 @@ def prepare_constants(vm: qjs_vm.Vm) -> None:
     along, so a restored run never mallocs them)."""
     for key in qjs_vm.SCRATCH:
         vm.scratch(key)
-    vm.constant(_REPLY_KEYS)
 
 
 def _host_call(state: wasi.WasiState, context, vals) -> None:
@@ -585,24 +542,14 @@ def settle(bridge: Bridge, vm: qjs_vm.Vm, ctx: int, settled: tuple[int, HostRepl
         return
     resolve, reject = funcs
     if 100 <= reply.status <= 599:
-        target, value = resolve, _reply_object(vm, ctx, reply)
+        value = _reply_object(vm, ctx, reply)
     else:
-        _throw(vm, ctx, "Internal", MSG_INVALID_RESPONSE)
-        target, value = reject, vm.call("JS_GetException", ctx)
-    argv = vm.scratch("call argv")  # JS_Call reads it on entry; settle never nests
-    if qjs_vm.tag_of(value) == qjs_vm.TAG_EXCEPTION:  # out of memory making the reply
-        target, value = reject, vm.call("JS_GetException", ctx)
-    vm.write(argv, struct.pack("<q", value))
-    try:
-        undefined = qjs_vm.TAG_UNDEFINED << 32
-        result = vm.call("JS_Call", ctx, target, undefined, 1, argv)
-        if qjs_vm.tag_of(result) == qjs_vm.TAG_EXCEPTION:
-            vm.call("JS_FreeValue", ctx, vm.call("JS_GetException", ctx))
-        else:
-            vm.call("JS_FreeValue", ctx, result)
-    finally:
-        for v in (value, resolve, reject):
-            vm.call("JS_FreeValue", ctx, v)
+        value = _throw(vm, ctx, "Internal", MSG_INVALID_RESPONSE)
+    if qjs_vm.tag_of(value) == qjs_vm.TAG_EXCEPTION:  # an invalid status, or out of memory
+        value = vm.call("JS_GetException", ctx)
+        vm.call("plimsoll_settle", ctx, reject, resolve, value)
+    else:
+        vm.call("plimsoll_settle", ctx, resolve, reject, value)
 
 
 def _rejection_tracker(state: wasi.WasiState, context, vals) -> None:

@@ -52,6 +52,8 @@ CAUGHT = (
 _NEXT, _PREV, _CLASS_ID, _SHAPE = 0, 4, 10, 12
 JS_CLASS_OBJECT = 1
 _OBJECT_TAG = 0xFFFFFFFF << 32
+#: The two names the bug added, NUL-terminated, as JS_DefinePropertyValueStr reads them.
+_PHANTOM_KEYS = b"status\0body"
 _TRUE_REPLY_OBJECT = bridge._reply_object
 
 
@@ -94,7 +96,7 @@ def _corrupting_reply_object(vm: qjs_vm.Vm, ctx: int, reply: HostReply) -> int:
     obj = _TRUE_REPLY_OBJECT(vm, ctx, reply)
     if qjs_vm.tag_of(obj) == qjs_vm.TAG_EXCEPTION:
         return obj
-    keys = vm.constant(bridge._REPLY_KEYS)
+    keys = vm.constant(_PHANTOM_KEYS)
     for target in _empty_plain_objects(vm, ctx):
         value = qjs_vm.s64(_OBJECT_TAG | target)
         text = vm.new_string(ctx, bridge._well_formed(reply.body[:64]))

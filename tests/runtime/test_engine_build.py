@@ -24,6 +24,8 @@ GLUE_EXPORTS = {
     "js_std_dump_error",
     "js_module_set_import_meta",
     "plimsoll_uint8_bytes",
+    "plimsoll_reply",
+    "plimsoll_settle",
 }
 #: Exactly what the module may import: the WASI calls runtime/sandbox/wasi.py answers
 #: (no file, environment or process call among them).

@@ -699,6 +699,89 @@ static int glue_os_init(JSContext *ctx, JSModuleDef *m)
     return JS_SetModuleExportList(ctx, m, glue_os_funcs, countof(glue_os_funcs));
 }
 
+/* ---- replies ------------------------------------------------------------------ */
+
+/* Define `name` on `obj`, taking `value` (freed on failure too); 0 when `ok` was
+   already 0, so a chain of them frees every value whatever failed first. */
+static int define_owned(JSContext *ctx, int ok, JSValueConst obj, const char *name,
+                        JSValue value, int flags)
+{
+    if (!ok) {
+        JS_FreeValue(ctx, value);
+        return 0;
+    }
+    return JS_DefinePropertyValueStr(ctx, obj, name, value, flags) >= 0;
+}
+
+/* A host call's reply: `{status, body}` with a non-enumerable `type` and, when
+   `headers_len` is not negative (an upstream's answer), a non-enumerable `headers`.
+   `text` holds the body's bytes, then the type's, then the headers' JSON, so the host
+   writes one buffer and makes one call instead of a dozen across the module's edge.
+   The body is a string of those bytes as UTF-8 (the host has made them well formed) or,
+   when `binary`, a Uint8Array copy of them.
+
+   A new object given its own data properties by definition, never assignment, so a
+   setter on Object.prototype can neither intercept nor hide them; and not
+   JS_NewObjectFromStr, which in QuickJS-NG 0.15 grew the shape every empty object
+   shares (tests/runtime/test_reply_object_shape.py). Returns the exception, pending,
+   when memory runs out. */
+EXPORT(plimsoll_reply)
+JSValue plimsoll_reply(JSContext *ctx, int32_t status, const char *text, size_t body_len,
+                       int32_t binary, size_t type_len, int64_t headers_len)
+{
+    JSValue body = binary ? JS_NewUint8ArrayCopy(ctx, (const uint8_t *)text, body_len)
+                          : JS_NewStringLen(ctx, text, body_len);
+    if (JS_IsException(body))
+        return body;
+    JSValue kind = JS_NewStringLen(ctx, text + body_len, type_len);
+    if (JS_IsException(kind)) {
+        JS_FreeValue(ctx, body);
+        return kind;
+    }
+    JSValue names = JS_UNDEFINED;
+    if (headers_len >= 0) {
+        names = JS_NewStringLen(ctx, text + body_len + type_len, (size_t)headers_len);
+        if (JS_IsException(names)) {
+            JS_FreeValue(ctx, body);
+            JS_FreeValue(ctx, kind);
+            return names;
+        }
+    }
+    JSValue obj = JS_NewObject(ctx);
+    if (JS_IsException(obj)) {
+        JS_FreeValue(ctx, body);
+        JS_FreeValue(ctx, kind);
+        JS_FreeValue(ctx, names);
+        return obj;
+    }
+    int ok = define_owned(ctx, 1, obj, "status", JS_NewInt32(ctx, status), JS_PROP_C_W_E);
+    ok = define_owned(ctx, ok, obj, "body", body, JS_PROP_C_W_E);
+    ok = define_owned(ctx, ok, obj, "type", kind, JS_PROP_CONFIGURABLE | JS_PROP_WRITABLE);
+    if (headers_len >= 0)
+        ok = define_owned(ctx, ok, obj, "headers", names,
+                          JS_PROP_CONFIGURABLE | JS_PROP_WRITABLE);
+    if (ok)
+        return obj;
+    JS_FreeValue(ctx, obj);
+    return JS_EXCEPTION;
+}
+
+/* Settle a started call's promise: call `target` (its resolve or reject) with `value`,
+   drop what the call returned or threw, and free all three values and the other
+   resolving function. One call across the module's edge per settled promise. */
+EXPORT(plimsoll_settle)
+void plimsoll_settle(JSContext *ctx, JSValue target, JSValue other, JSValue value)
+{
+    JSValue result = JS_Call(ctx, target, JS_UNDEFINED, 1, (JSValueConst *)&value);
+    if (JS_IsException(result))
+        JS_FreeValue(ctx, JS_GetException(ctx));
+    else
+        JS_FreeValue(ctx, result);
+    JS_FreeValue(ctx, value);
+    JS_FreeValue(ctx, target);
+    JS_FreeValue(ctx, other);
+}
+
 /* ---- bodies of bytes --------------------------------------------------------- */
 
 /* %TypedArray%.prototype's `byteLength` getter, taken in qjs_init before any guest code
