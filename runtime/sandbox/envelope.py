@@ -15,7 +15,10 @@ re-serialised; its exact span in the envelope is found with a real JSON scanner
 (`json.JSONDecoder.raw_decode` returns where each value ends) and those bytes are passed
 on. The rules mirror Go's `encoding/json` with unknown fields disallowed: keys match
 case-insensitively, the last duplicate wins, nothing but whitespace may follow the
-object, and `NaN`/`Infinity` (which Python would accept) are refused.
+object, and `NaN`/`Infinity` (which Python would accept) are refused. The envelopes the
+generated client sends most, with no body, query or headers, are read by orjson instead
+when it is certain to give the scanner's answer (`_common`; tests/runtime/
+test_envelope_common.py holds it to that), at half the scanner's cost.
 
 A text or binary body does not travel inside the envelope: the host call's second
 argument carries it (a string, an ArrayBuffer or a Uint8Array, read by the bridge), so
@@ -30,6 +33,8 @@ import json
 import re
 from dataclasses import dataclass
 from json.decoder import scanstring
+
+import orjson
 
 from runtime.contract import MAX_REQUEST_BODY_BYTES, HostRequest, ObjectValue, ParamValue
 from runtime.messages import MSG_ENVELOPE_INVALID, MSG_ENVELOPE_TOO_LARGE, MSG_TOO_LARGE
@@ -135,6 +140,72 @@ def decode(raw: bytes, payload: bytes | None = None) -> HostRequest | EnvelopeRe
         return EnvelopeRefusal(STATUS_TOO_LARGE, TEXT_TOO_LARGE)
     if payload is not None and len(payload) > MAX_REQUEST_BODY_BYTES:
         return EnvelopeRefusal(STATUS_TOO_LARGE, TEXT_BODY_TOO_LARGE)
+    common = _common(raw, payload)
+    if common is not None:
+        return common
+    return _scanned(raw, payload)
+
+
+#: The keys of the envelopes the generated client sends with nothing to keep verbatim:
+#: no body (its bytes are forwarded as written) and no query or headers (their
+#: duplicate names are kept). Spelled as the client spells them.
+_COMMON_KEYS = frozenset(("method", "path", "route", "values", "type", "client"))
+
+
+def _common(raw: bytes, payload: bytes | None) -> HostRequest | None:
+    """The envelope decoded by orjson when that is certain to give what the scanner
+    would, else None (the scanner then decides, refusals included).
+
+    Certain only for an object of `_COMMON_KEYS`, each spelled in lower case, whose
+    values are strings (null for `client` and `type`) and whose path values are strings
+    or integers: an integer's text is then its JSON text, unless the envelope holds a
+    `-0`, which orjson reads as 0. Anything else, orjson's refusals included (a lone
+    surrogate's escape, an integer past 64 bits), goes to the scanner.
+    """
+    if raw[:1] != b"{" or b"-0" in raw:
+        return None
+    try:
+        fields = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(fields, dict) or not fields.keys() <= _COMMON_KEYS:
+        return None
+    method, client = fields.get("method", ""), fields.get("client")
+    if not isinstance(method, str) or not (client is None or isinstance(client, str)):
+        return None
+    route = fields.get("route")
+    if route is None:
+        path = fields.get("path", "")
+        if "route" in fields or len(fields.keys() & _STRUCTURED) or not isinstance(path, str):
+            return None
+        return HostRequest(method, path, None, client=client) if payload is None else None
+    media_type, values = fields.get("type"), fields.get("values", [])
+    if "path" in fields or not isinstance(route, str) or not isinstance(values, list):
+        return None
+    if not (media_type is None or isinstance(media_type, str)):
+        return None
+    texts = []
+    for value in values:
+        if isinstance(value, str):
+            texts.append(value)
+        elif type(value) is int:
+            texts.append(str(value))
+        else:
+            return None
+    return HostRequest(
+        method,
+        "",
+        None,
+        route=route,
+        values=tuple(texts),
+        media_type=media_type,
+        payload=payload,
+        client=client,
+    )
+
+
+def _scanned(raw: bytes, payload: bytes | None) -> HostRequest | EnvelopeRefusal:
+    """The envelope as the scanner reads it (the module docstring's rules)."""
     try:
         text = raw.decode("utf-8")
         fields = _scan_object(text)
