@@ -146,11 +146,11 @@ def _exchange(channel: Channel, request: httpx.Request, limit: float) -> Upstrea
         status = response.status_code
         if not 100 <= status <= 599:
             raise Fault(status)
-        declared = _declared_length(response)
+        framing = _Framing(response.headers.raw)
+        declared = framing.declared_length(status)
         if declared is not None and declared > MAX_RESPONSE_BODY:
             raise Fault(status, Failure.TOO_LARGE)
-        encoding = response.headers.get("content-encoding", "identity").strip().lower()
-        if encoding not in ("", "identity"):
+        if framing.encoding not in (b"", b"identity"):
             # We asked for identity; compressed bytes are not what the guest can use,
             # and decompressing would let a small body grow past the cap.
             raise Fault(status)
@@ -158,11 +158,9 @@ def _exchange(channel: Channel, request: httpx.Request, limit: float) -> Upstrea
         return Upstream(
             status=status,
             body=body,
-            content_type=_content_type(response),
-            retry_after=next(iter(response.headers.get_list("retry-after")), None),
-            headers=tuple(
-                (k.decode("latin-1"), v.decode("latin-1")) for k, v in response.headers.raw
-            ),
+            content_type=framing.content_type(),
+            retry_after=framing.retry_after,
+            headers=framing.headers,
         )
     except Fault:
         raise
@@ -173,17 +171,59 @@ def _exchange(channel: Channel, request: httpx.Request, limit: float) -> Upstrea
             response.close()
 
 
-def _declared_length(response: httpx.Response) -> int | None:
-    values = response.headers.get_list("content-length")
-    if not values:
-        return None
-    lengths = {v.strip() for v in values}
-    if len(lengths) != 1:
-        raise Fault(response.status_code)
-    (text,) = lengths
-    if not text.isdigit():
-        raise Fault(response.status_code)
-    return int(text)
+class _Framing:
+    """What the broker reads of a reply's headers, found in one pass over them as
+    received (a header lookup by name would scan them again for each name)."""
+
+    __slots__ = ("_lengths", "_types", "encoding", "headers", "retry_after")
+
+    def __init__(self, raw: list[tuple[bytes, bytes]]) -> None:
+        self._lengths: list[bytes] = []
+        self._types: list[bytes] = []
+        encodings: list[bytes] = []
+        self.retry_after: str | None = None
+        decoded = []
+        for name, value in raw:
+            low = name.lower()
+            if low == b"content-length":
+                self._lengths.append(value.strip())
+            elif low == b"content-type":
+                self._types.append(value)
+            elif low == b"content-encoding":
+                encodings.append(value)
+            elif low == b"retry-after" and self.retry_after is None:
+                self.retry_after = value.decode("latin-1")
+            decoded.append((name.decode("latin-1"), value.decode("latin-1")))
+        #: Content-Encoding, its headers joined as one list, lower case ("" for none).
+        self.encoding = b", ".join(encodings).strip().lower()
+        #: Every header (names as sent, values as Latin-1), in the order received.
+        self.headers = tuple(decoded)
+
+    def declared_length(self, status: int) -> int | None:
+        """The Content-Length, None when there is none; a Fault when its headers
+        disagree or one is not a number."""
+        if not self._lengths:
+            return None
+        lengths = set(self._lengths)
+        if len(lengths) != 1:
+            raise Fault(status)
+        (text,) = lengths
+        if not text.isdigit():
+            raise Fault(status)
+        return int(text)
+
+    def content_type(self) -> str:
+        """The upstream Content-Type if it is one plain printable line, "" when there is
+        none (the sandbox then hands the body on as text if it is UTF-8), else
+        octet-stream."""
+        if not self._types:
+            return ""
+        if len(self._types) != 1:
+            return _OCTET
+        value = self._types[0]
+        if not value or len(value) > 256 or any(b < 0x20 or b >= 0x7F for b in value):
+            return _OCTET
+        return value.decode("ascii")
 
 
 def _read_capped(response: httpx.Response, limit: float, status: int) -> bytes:
@@ -204,20 +244,6 @@ def _read_capped(response: httpx.Response, limit: float, status: int) -> bytes:
         if time.monotonic() > limit:
             raise Fault(status, Failure.TIMEOUT)
     return bytes(buf)
-
-
-def _content_type(response: httpx.Response) -> str:
-    """The upstream Content-Type if it is one plain printable line, "" when there is
-    none (the sandbox then hands the body on as text if it is UTF-8), else octet-stream."""
-    raw = [v for k, v in response.headers.raw if k.lower() == b"content-type"]
-    if not raw:
-        return ""
-    if len(raw) != 1:
-        return _OCTET
-    value = raw[0]
-    if not value or len(value) > 256 or any(b < 0x20 or b >= 0x7F for b in value):
-        return _OCTET
-    return value.decode("ascii")
 
 
 __all__ = [
