@@ -377,7 +377,10 @@ class RunPool:
         *,
         workers: int | None = None,
         isolation: str = "process",
+        wait: bool = True,
     ) -> None:
+        """`wait=False` returns while the workers of an isolated tier are still starting,
+        for a caller with work of its own to do meanwhile; it then calls `started`."""
         self.grants_path = str(Path(grants_path))
         if isolation not in TIERS:
             raise IsolationError(f"--isolation {isolation!r}: choose one of {', '.join(TIERS)}")
@@ -401,12 +404,20 @@ class RunPool:
         ]
         for t in self._threads:
             t.start()
-        if isolation != "process":
-            self.warm()
-            if self._start_error is not None:  # the tier cannot run here: say so, now
-                error = self._start_error
-                self.close()
-                raise error
+        if wait:
+            self.started()
+
+    def started(self) -> None:
+        """On an isolated tier, wait until every worker's engine process has started, and
+        raise (the pool closed) when the tier cannot run here, so that is said at once,
+        in one line, not at the first run. The constructor calls it unless told not to."""
+        if self.isolation == "process":
+            return
+        self.warm()
+        if self._start_error is not None:
+            error = self._start_error
+            self.close()
+            raise error
 
     @staticmethod
     def default_workers() -> int:

@@ -403,11 +403,15 @@ def _serve(settings: _Settings) -> None:
 
     from runtime.mcp.audit import AuditFileError, AuditLog
     from runtime.mcp.auth import AuthFileError
-    from runtime.mcp.runner import GrantError, open_grants
+    from runtime.mcp.runner import GrantError, close_pools, open_grants, pool_started
     from runtime.mcp.server import build_server, prepare, serve_http, serve_stdio
 
+    grants: tuple = ()
     try:
         auth = settings.auth() if settings.auth is not None else None
+        # The engine processes start while this process builds the catalog (both take
+        # a few tenths of a second on a large document); a tier that cannot start is
+        # still refused before the server answers anyone.
         grants = open_grants(
             settings.grants,
             [name for name, _, _, _ in settings.profiles],
@@ -417,6 +421,7 @@ def _serve(settings: _Settings) -> None:
             memory_mb=settings.memory_mb,
             workers=RunPool.default_workers() if settings.workers is None else settings.workers,
             isolation=settings.isolation,
+            wait=False,
         )
         prepared = [
             prepare(spec, grant, server_url)
@@ -428,7 +433,9 @@ def _serve(settings: _Settings) -> None:
             stdout=settings.audit_stdout,
             otel=settings.audit_otel,
         )
+        pool_started(grants)
     except (GrantError, SpecError, AuditFileError, AuthFileError) as exc:
+        close_pools(grants)
         _refuse(str(exc))
     server = build_server(prepared, audit, auth)
     import anyio

@@ -368,12 +368,14 @@ def open_grants(
     memory_mb: int = 256,
     workers: int = 0,
     isolation: str | None = None,
+    wait: bool = True,
 ) -> tuple[Grant, ...]:
     """`open_grant` for several profiles of one grants file, sharing one pool of workers.
 
     With a `caller`, every profile must allow it; without one (client authentication)
     each request's caller gets the profiles that allow it. `base_urls` moves a profile's
-    calls (by profile name) to another of its allowed origins."""
+    calls (by profile name) to another of its allowed origins. With `wait=False` the
+    pool's engine processes may still be starting: `pool_started` then waits for them."""
     if len(set(profile_names)) != len(profile_names):
         raise GrantError("each profile may be served once")
     moved = dict(base_urls or {})
@@ -400,10 +402,31 @@ def open_grants(
     if tier != "process" and workers <= 0:
         raise GrantError(f"--isolation {tier} needs worker processes; --workers 0 runs in this one")
     try:
-        pool = RunPool(grants_file, workers=workers, isolation=tier) if workers > 0 else None
+        pool = (
+            RunPool(grants_file, workers=workers, isolation=tier, wait=wait)
+            if workers > 0
+            else None
+        )
     except Refusal as exc:
         raise GrantError(exc.line) from None
     return tuple(Grant(p, caller, timeout_s, memory_mb, pool) for p in profiles)
+
+
+def pool_started(grants: Sequence[Grant]) -> None:
+    """Wait for the engine processes of the grants' pool (`open_grants(wait=False)`);
+    GrantError, the pool closed, when its tier cannot start here."""
+    pools = {id(g._pool): g._pool for g in grants if g._pool is not None}
+    try:
+        for pool in pools.values():
+            pool.started()
+    except Refusal as exc:
+        raise GrantError(exc.line) from None
+
+
+def close_pools(grants: Sequence[Grant]) -> None:
+    """Stop the grants' pool: a server that will not serve leaves no worker behind."""
+    for pool in {id(g._pool): g._pool for g in grants if g._pool is not None}.values():
+        pool.close()
 
 
 def _by_name(profiles: tuple[Profile, ...] | list[Profile], name: str) -> Profile:
