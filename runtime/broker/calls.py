@@ -40,7 +40,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import unicodedata
+import re
 from dataclasses import dataclass
 from urllib.parse import quote
 
@@ -48,7 +48,7 @@ from runtime.contract import ObjectValue, ParamValue
 from specgen import media as media_types
 from specgen.allow import AllowEntry, Permit, header_forbidden
 from specgen.route_index import RouteIndex
-from specgen.routes import Route, partial_segment, pattern_error
+from specgen.routes import Route, has_control, partial_segment, pattern_error
 
 #: Longest request target (path and query, bytes on the wire) the broker sends.
 MAX_TARGET_BYTES = 8192
@@ -86,11 +86,18 @@ class CallRefused(ValueError):
 
 
 def _has_control(text: str) -> bool:
-    return any(unicodedata.category(ch) == "Cc" or ch in "\u2028\u2029" for ch in text)
+    """A character of category Cc, or U+2028/U+2029 (specgen.routes.has_control)."""
+    return has_control(text)
+
+
+_ALL_UNRESERVED = re.compile(r"[A-Za-z0-9_.~-]*")
 
 
 def _encode(text: str) -> str:
-    """Percent-encode everything but the unreserved set (upper-case hex, UTF-8)."""
+    """Percent-encode everything but the unreserved set (upper-case hex, UTF-8); text of
+    unreserved characters only, most path values, is already its own encoding."""
+    if _ALL_UNRESERVED.fullmatch(text):
+        return text
     return quote(text, safe="", encoding="utf-8", errors="strict")
 
 

@@ -123,6 +123,10 @@ def _approval_of(call: _Admitted) -> tuple[str, str, float] | None:
     return None if held is None else (held.verdict.value, held.channel, held.waited_s)
 
 
+def _bytes_or_none(part: object) -> bool:
+    return part is None or isinstance(part, bytes | bytearray | memoryview)
+
+
 def _answered(reply: HostReply) -> HostReply:
     """What a started call refused at once hands back to the worker that runs it."""
     return reply
@@ -275,10 +279,7 @@ class Broker:
             return self._refuse("budget_exhausted")
 
         body, payload = call.body, call.payload
-        if any(
-            part is not None and not isinstance(part, bytes | bytearray | memoryview)
-            for part in (body, payload)
-        ):
+        if not (_bytes_or_none(body) and _bytes_or_none(payload)):
             # Not what the HostHandler contract promises; forwarding a guess would send
             # bytes nobody approved.
             return self._refuse("call_malformed")
@@ -291,7 +292,9 @@ class Broker:
         if not self._breaker.admit(self._probe if self._profile.health_check else None):
             self.trace.shed(route)
             return refusal(RULES["breaker_open"].status, guest_text("breaker_open"))
-        if any(part is not None and len(part) > MAX_REQUEST_BODY for part in (body, payload)):
+        if (body is not None and len(body) > MAX_REQUEST_BODY) or (
+            payload is not None and len(payload) > MAX_REQUEST_BODY
+        ):
             return self._refuse("body_too_large", route)
 
         try:

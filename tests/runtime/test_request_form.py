@@ -1,4 +1,5 @@
-"""The broker's requests are the ones httpx itself would make of the same pieces.
+"""The broker's requests are the ones httpx itself would make of the same pieces, and
+its path values are encoded as urllib's `quote` encodes them.
 
 `Policy.build` makes a request with no body or a body of bytes as one stream, adding
 Host and Content-Length itself instead of going through httpx's content encoding; each
@@ -8,11 +9,14 @@ httpx builds from the same method, URL, headers and content.
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 import httpx
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from runtime.broker.calls import _encode
 from runtime.broker.policy import _bytes_request
 from specgen.allow import FORBIDDEN_HEADERS
 
@@ -53,3 +57,15 @@ def test_a_bytes_request_is_the_one_httpx_makes(
 def test_a_bodiless_post_says_its_length_is_zero(content: bytes | None) -> None:
     request = _bytes_request("POST", httpx.URL(URLS[0]), [], content, {})
     assert request.headers["content-length"] == str(len(content or b""))
+
+
+@given(st.text() | st.text("abcXYZ019_.~-%/ +\u00e9"))
+def test_a_path_value_is_encoded_as_urllib_quotes_it(text: str) -> None:
+    """The unreserved fast path of the broker's path encoding changes no value's bytes."""
+    try:
+        expected = quote(text, safe="", encoding="utf-8", errors="strict")
+    except UnicodeEncodeError:
+        with pytest.raises(UnicodeEncodeError):
+            _encode(text)
+        return
+    assert _encode(text) == expected
