@@ -36,7 +36,7 @@ JS_PROP_C_W_E = 1 | 2 | 4  # configurable, writable, enumerable
 SCRATCH = {
     "to_bytes length": 4,  # JS_ToCStringLen2's size_t out-parameter
     "promise functions": 16,  # JS_NewPromiseCapability's resolving functions
-    "call argv": 8,  # the one argument of a resolve/reject call
+    "call argv": 8,  # the one argument of a JS_Call the host makes (the source setter)
     "job context": 4,  # JS_ExecutePendingJob's JSContext out-parameter
     "eval options": 16,  # struct JSEvalOptions
     "string": 4096,  # short strings on their way to JS_NewStringLen
