@@ -15,6 +15,7 @@ form is not what was approved is refused.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from importlib import metadata
 from urllib.parse import quote
@@ -81,7 +82,7 @@ class Policy:
         self._profile = profile
         self._base_url = profile.base_url
         self._routes = profile.route_index
-        self._origin = httpx.URL(profile.base_url)
+        self._origin = _origin(profile.base_url)
         self._credential: Credential | None = (
             credential if credential is not None else credential_for(profile)
         )
@@ -298,6 +299,13 @@ class Policy:
     def reflects_key(self, body: bytes) -> bool:
         """Does the reply hold the key, verbatim, encoded or in pieces (reflection.py)?"""
         return self._reflection.found(body)
+
+
+@functools.lru_cache(maxsize=64)
+def _origin(base_url: str) -> httpx.URL:
+    """A profile's origin, parsed once per process, not once per run (URLs are
+    immutable, so every policy of the profile can share it)."""
+    return httpx.URL(base_url)
 
 
 def _bytes_request(
