@@ -312,6 +312,7 @@ def main(argv: list[str]) -> int:
         except FilterError as exc:
             sys.stderr.write(f"engine process: {exc}\n")
             return 3
+    os.set_blocking(_IN, False)  # read when a frame is there, waited for only when not
     pipe = _Pipe()
     pipe.send({"t": "hello", "pid": os.getpid()})
     while (item := pipe.next_order()) is not None:

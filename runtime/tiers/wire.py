@@ -53,39 +53,68 @@ def write_frame(
     fd: int, header: dict[str, Any], blob: bytes = b"", *, deadline: float | None = None
 ) -> None:
     """Write one frame. With a deadline, `fd` must be non-blocking: a peer that stops
-    reading (its pipe full) is a WireTimeout at the deadline, never a writer stuck."""
+    reading (its pipe full) is a WireTimeout at the deadline, never a writer stuck.
+
+    The write is tried first and waited for only when the pipe is full: a pipe with
+    room (nearly every frame) costs one system call, not a `select` and a write."""
     view = memoryview(encode(header, blob))
-    while view:
+    while True:
+        try:
+            view = view[os.write(fd, view) :]
+            if not view:
+                return
+        except BlockingIOError:
+            if deadline is None:
+                continue
         if deadline is not None:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([], [fd], [], left)[1]:
                 raise WireTimeout("the peer stopped reading")
-        try:
-            view = view[os.write(fd, view) :]
-        except BlockingIOError:
-            continue
 
 
 class FrameReader:
     """Frames from one pipe, read in large pieces: one `read` usually brings a whole
     frame (or several), where reading the head, the JSON and the blob each on its own
-    cost a system call apiece on every host call."""
+    cost a system call apiece on every host call.
+
+    On a non-blocking `fd` the read is tried first and waited for (`select`) only when
+    nothing is there yet: a reply that arrived while its reader was busy costs one
+    system call. On a blocking one, a deadline is waited for before each read, as a
+    blocking read could outlast it."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self._buffer = bytearray()
+        self._eager = not os.get_blocking(fd)
 
     def _fill(self, n: int, deadline: float | None) -> None:
         """Until the buffer holds `n` bytes; a deadline bounds the whole wait."""
         while len(self._buffer) < n:
-            if deadline is not None:
-                left = deadline - time.monotonic()
-                if left <= 0 or not select.select([self.fd], [], [], left)[0]:
-                    raise WireTimeout("no frame before the deadline")
+            if not self._eager or not self._read_some(n):
+                self._wait(deadline)
+                if not self._eager:
+                    self._read_some(n)
+
+    def _read_some(self, n: int) -> bool:
+        """One read towards `n` bytes: False when a non-blocking pipe had none yet."""
+        try:
             chunk = os.read(self.fd, max(1 << 16, min(n - len(self._buffer), 16 << 20)))
-            if not chunk:
-                raise PeerGone("the pipe closed")
-            self._buffer += chunk
+        except BlockingIOError:
+            return False
+        if not chunk:
+            raise PeerGone("the pipe closed")
+        self._buffer += chunk
+        return True
+
+    def _wait(self, deadline: float | None) -> None:
+        """Until the pipe can be read (a WireTimeout at the deadline)."""
+        if deadline is None:
+            if self._eager:
+                select.select([self.fd], [], [])
+            return
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([self.fd], [], [], left)[0]:
+            raise WireTimeout("no frame before the deadline")
 
     def read(
         self,
@@ -95,19 +124,23 @@ class FrameReader:
         max_blob: int = MAX_BLOB_BYTES,
     ) -> tuple[dict[str, Any], bytes]:
         """One frame: its JSON object and blob. Sizes are checked before the rest is read."""
-        self._fill(_HEAD.size, deadline)
-        size, blob_size = _HEAD.unpack_from(self._buffer)
+        buffer = self._buffer
+        if len(buffer) < _HEAD.size:
+            self._fill(_HEAD.size, deadline)
+        size, blob_size = _HEAD.unpack_from(buffer)
         if size > max_json or blob_size > max_blob:
             raise WireError(f"frame of {size} + {blob_size} bytes is over the limit")
-        end = _HEAD.size + size + blob_size
-        self._fill(end, deadline)
-        data = bytes(self._buffer[_HEAD.size : _HEAD.size + size])
-        blob = bytes(self._buffer[_HEAD.size + size : end])
-        del self._buffer[:end]
-        try:
-            header = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            raise WireError("frame is not JSON") from None
+        start = _HEAD.size + size
+        end = start + blob_size
+        if len(buffer) < end:
+            self._fill(end, deadline)
+        with memoryview(buffer) as view:  # each part copied once, straight from the buffer
+            try:
+                header = orjson.loads(view[_HEAD.size : start])
+            except orjson.JSONDecodeError:
+                raise WireError("frame is not JSON") from None
+            blob = bytes(view[start:end]) if blob_size else b""
+        del buffer[:end]
         if not isinstance(header, dict) or not isinstance(header.get("t"), str):
             raise WireError("frame is not an object with a type")
         return header, blob
