@@ -67,12 +67,13 @@ class _Pipe:
     a hold only while a call is in flight.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, fd_in: int = _IN, fd_out: int = _OUT) -> None:
+        self._out = fd_out
         self._writing = threading.Lock()
-        #: Started calls' frames not written yet, in the guest's order.
-        self._held: list[bytes] = []
+        #: Started calls' frames not written yet, in the guest's order, by call id.
+        self._held: list[tuple[int, dict[str, Any], bytes]] = []
         self._ids = itertools.count(1)
-        self._reader = wire.FrameReader(_IN)
+        self._reader = wire.FrameReader(fd_in)
         #: Guards everything below; waiters sleep on `_changed` for their frame or turn.
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
@@ -109,26 +110,45 @@ class _Pipe:
         """Write one frame, after every held one (in the order they were held)."""
         frame = wire.encode(header, blob)
         with self._writing:
-            if self._held:
-                frame = b"".join([*self._held, frame])
-                self._held.clear()
-            view = memoryview(frame)
-            while view:
-                view = view[os.write(_OUT, view) :]
+            self._write(frame)
 
-    def hold(self, header: dict[str, Any], blob: bytes = b"") -> None:
-        """Keep a frame to go out with the next one sent (see `PipeHandler`)."""
-        frame = wire.encode(header, blob)
+    def go(self, call_id: int, *, inline: bool) -> None:
+        """Let the broker send a started call. Said on the guest's own thread of the
+        call held last (the guest awaits it alone), it is a field of that call's
+        `start` frame, which goes out now: one frame per awaited call, not two."""
         with self._writing:
-            self._held.append(frame)
+            if inline and self._held and self._held[-1][0] == call_id:
+                _, header, blob = self._held.pop()
+                header["go"] = True
+                self._write(wire.encode(header, blob))
+            else:
+                self._write(wire.encode({"t": "go", "id": call_id, "inline": inline}))
+
+    def _write(self, frame: bytes) -> None:
+        """Every held frame, then this one, in one write (`_writing` held)."""
+        if self._held:
+            frame = b"".join([*(wire.encode(h, b) for _, h, b in self._held), frame])
+            self._held.clear()
+        view = memoryview(frame)
+        while view:
+            view = view[os.write(self._out, view) :]
+
+    def hold(self, call_id: int, header: dict[str, Any], blob: bytes = b"") -> None:
+        """Keep a started call's frame to go out with the next one sent (see
+        `PipeHandler`), unencoded until then: its `go` may join it."""
+        with self._writing:
+            self._held.append((call_id, header, blob))
 
     def ask(self, kind: str, request: HostRequest) -> int:
         """Send (`call`) or hold (`start`) one call's frame; its id, for `reply`."""
         call_id = next(self._ids)
         with self._lock:
             self._wanted.add(call_id)
-        fields, body = wire.request_fields(request)
-        (self.hold if kind == "start" else self.send)({"t": kind, "id": call_id, **fields}, body)
+        header, body = wire.request_frame(kind, call_id, request)
+        if kind == "start":
+            self.hold(call_id, header, body)
+        else:
+            self.send(header, body)
         return call_id
 
     def reply(self, call_id: int, deadline: Callable[[], float]) -> HostReply:
@@ -243,7 +263,7 @@ class PipeHandler:
         guest = threading.get_ident()
 
         def send() -> HostReply:
-            self._pipe.send({"t": "go", "id": call_id, "inline": threading.get_ident() == guest})
+            self._pipe.go(call_id, inline=threading.get_ident() == guest)
             return self._pipe.reply(call_id, self._deadline)
 
         return send

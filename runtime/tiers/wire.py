@@ -201,8 +201,10 @@ def _param_in(value: Any) -> ParamValue:
 
 
 def _params_in(value: Any, what: str) -> tuple[tuple[str, ParamValue], ...]:
-    if not isinstance(value, list):
+    if type(value) is not list:
         raise WireError(f"{what} is not a list")
+    if not value:
+        return ()
     out = []
     for item in value:
         if not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str):
@@ -211,64 +213,82 @@ def _params_in(value: Any, what: str) -> tuple[tuple[str, ParamValue], ...]:
     return tuple(out)
 
 
-def request_fields(request: HostRequest) -> tuple[dict[str, Any], bytes]:
-    """A HostRequest as a frame's JSON fields and blob (engine side)."""
-    fields = {
+def request_frame(kind: str, call_id: int, request: HostRequest) -> tuple[dict[str, Any], bytes]:
+    """A `call` or `start` frame: a HostRequest's JSON fields and blob (engine side)."""
+    header = {
+        "t": kind,
+        "id": call_id,
         "method": request.method,
         "path": request.path,
         "has_body": request.body is not None,
         "route": request.route,
         "values": list(request.values),
-        "query": [[n, _param_out(v)] for n, v in request.query],
-        "headers": [[n, _param_out(v)] for n, v in request.headers],
+        "query": [[n, _param_out(v)] for n, v in request.query] if request.query else [],
+        "headers": [[n, _param_out(v)] for n, v in request.headers] if request.headers else [],
         "media_type": request.media_type,
         "client": request.client,
     }
-    return fields, request.body or b""
+    return header, request.body or b""
 
 
 def request_from(d: dict[str, Any], blob: bytes) -> HostRequest:
-    """A HostRequest from an engine process's frame: every field checked (broker side)."""
-    has_body = _get(d, "has_body", bool)
+    """A HostRequest from an engine process's frame: every field checked (broker side).
+
+    Types are compared exactly (`type(x) is str`): JSON decodes to nothing else, and
+    this runs on every host call."""
+    get = d.get
+    method, path, has_body = get("method"), get("path"), get("has_body")
+    if type(method) is not str or type(path) is not str or type(has_body) is not bool:
+        raise WireError("a call's method, path or has_body is not of its type")
     if blob and not has_body:
         raise WireError("a body without has_body")
+    route, media_type, client = get("route"), get("media_type"), get("client")
+    if (
+        (route is not None and type(route) is not str)
+        or (media_type is not None and type(media_type) is not str)
+        or (client is not None and type(client) is not str)
+    ):
+        raise WireError("a call's route, media_type or client is not a string")
+    values = get("values")
+    if type(values) is not list or any(type(v) is not str for v in values):
+        raise WireError("values is not a list of strings")
     return HostRequest(
-        method=_get(d, "method", str),
-        path=_get(d, "path", str),
+        method=method,
+        path=path,
         body=blob if has_body else None,
-        route=_opt_str(d, "route"),
-        values=_strings(d.get("values"), "values"),
-        query=_params_in(d.get("query"), "query"),
-        headers=_params_in(d.get("headers"), "headers"),
-        media_type=_opt_str(d, "media_type"),
-        client=_opt_str(d, "client"),
+        route=route,
+        values=tuple(values),
+        query=_params_in(get("query"), "query"),
+        headers=_params_in(get("headers"), "headers"),
+        media_type=media_type,
+        client=client,
     )
 
 
-def reply_fields(reply: HostReply) -> tuple[dict[str, Any], bytes]:
-    fields = {
+def reply_frame(call_id: int, reply: HostReply) -> tuple[dict[str, Any], bytes]:
+    """The `reply` frame to one call: its JSON fields and its body (broker side)."""
+    header = {
+        "t": "reply",
+        "id": call_id,
         "status": int(reply.status),
         "content_type": reply.content_type,
-        "headers": [list(h) for h in reply.headers],
+        "headers": [list(h) for h in reply.headers] if reply.headers else [],
         "upstream": bool(reply.upstream),
     }
-    return fields, bytes(reply.body)
+    return header, bytes(reply.body)
 
 
 def reply_from(d: dict[str, Any], blob: bytes) -> HostReply:
-    headers = d.get("headers")
-    if not isinstance(headers, list):
+    """A HostReply from the broker's `reply` frame, every field checked (engine side)."""
+    get = d.get
+    status, content_type, upstream = get("status"), get("content_type"), get("upstream")
+    if type(status) is not int or type(content_type) is not str or type(upstream) is not bool:
+        raise WireError("a reply's status, content_type or upstream is not of its type")
+    headers = get("headers")
+    if type(headers) is not list:
         raise WireError("reply headers are not a list")
-    pairs = []
-    for pair in headers:
-        pairs.append(_pair(pair, "a reply header"))
-    return HostReply(
-        status=_get(d, "status", int),
-        body=blob,
-        content_type=_get(d, "content_type", str),
-        headers=tuple(pairs),
-        upstream=_get(d, "upstream", bool),
-    )
+    pairs = tuple(_pair(pair, "a reply header") for pair in headers) if headers else ()
+    return HostReply(status, blob, content_type, pairs, upstream)
 
 
 # -- runs --------------------------------------------------------------------------------

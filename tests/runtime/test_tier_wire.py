@@ -92,3 +92,105 @@ def test_a_non_blocking_read_without_deadline_waits_for_the_frame() -> None:
             reader.read()
     finally:
         os.close(r)
+
+
+# -- the engine process's end: whichever thread waits reads ------------------------------
+
+
+class _Ends:
+    """An engine process's `_Pipe` on two fresh pipes, and the broker's ends of them."""
+
+    def __init__(self) -> None:
+        from runtime.tiers.engine_process import _Pipe
+
+        self._to_engine = os.pipe()
+        self._to_broker = os.pipe()
+        os.set_blocking(self._to_engine[0], False)
+        self.pipe = _Pipe(self._to_engine[0], self._to_broker[1])
+        self.frames = wire.FrameReader(self._to_broker[0])
+
+    def say(self, header: dict, blob: bytes = b"") -> None:
+        wire.write_frame(self._to_engine[1], header, blob)
+
+    def reply(self, call_id: int, body: bytes) -> None:
+        fields = {"status": 200, "content_type": "", "headers": [], "upstream": True}
+        self.say({"t": "reply", "id": call_id, **fields}, body)
+
+    def hang_up(self) -> None:
+        os.close(self._to_engine[1])
+
+    def close(self) -> None:
+        for fd in (self._to_engine[0], *self._to_broker):
+            os.close(fd)
+
+
+@pytest.fixture
+def ends() -> Iterator[_Ends]:
+    ends = _Ends()
+    try:
+        yield ends
+    finally:
+        ends.close()
+
+
+def _request(n: int):
+    from runtime.contract import HostRequest
+
+    return HostRequest(method="GET", path=f"/v1/items/{n}")
+
+
+def test_each_waiting_thread_gets_its_own_reply_in_any_order(ends: _Ends) -> None:
+    got: dict[int, bytes] = {}
+
+    def call(n: int) -> None:
+        call_id = ends.pipe.ask("call", _request(n))
+        got[n] = ends.pipe.reply(call_id, lambda: time.monotonic() + 10).body
+
+    threads = [threading.Thread(target=call, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    asked = {}
+    for _ in threads:
+        frame, _ = ends.frames.read(deadline=time.monotonic() + 10)
+        asked[frame["id"]] = frame["path"]
+    for call_id in sorted(asked, reverse=True):  # the last asked is answered first
+        ends.say({"t": "hold"})
+        ends.reply(call_id, asked[call_id].encode())
+    for thread in threads:
+        thread.join(timeout=10)
+    assert got == {n: f"/v1/items/{n}".encode() for n in range(4)}
+
+
+def test_a_reader_that_gives_up_leaves_the_reading_to_the_next_waiter(ends: _Ends) -> None:
+    impatient = ends.pipe.ask("call", _request(1))
+    patient = ends.pipe.ask("call", _request(2))
+    outcomes: dict[str, object] = {}
+
+    def wait(name: str, call_id: int, for_s: float) -> None:
+        deadline = time.monotonic() + for_s
+        try:
+            outcomes[name] = ends.pipe.reply(call_id, lambda: deadline).body
+        except TimeoutError as exc:
+            outcomes[name] = exc
+
+    first = threading.Thread(target=wait, args=("impatient", impatient, 0.3))
+    first.start()  # it reads the pipe: nobody else is waiting yet
+    time.sleep(0.1)
+    second = threading.Thread(target=wait, args=("patient", patient, 10))
+    second.start()
+    first.join(timeout=10)
+    assert isinstance(outcomes["impatient"], TimeoutError)
+    ends.reply(impatient, b"too late")  # dropped: nobody waits for it any more
+    ends.reply(patient, b"in time")
+    second.join(timeout=10)
+    assert outcomes["patient"] == b"in time"
+
+
+def test_orders_reach_the_main_loop_and_a_closed_pipe_ends_it(ends: _Ends) -> None:
+    ends.say({"t": "run", "code": "1"})
+    assert ends.pipe.next_order() == ({"t": "run", "code": "1"}, b"")
+    call_id = ends.pipe.ask("call", _request(1))
+    ends.hang_up()
+    with pytest.raises(ConnectionError):
+        ends.pipe.reply(call_id, lambda: time.monotonic() + 10)
+    assert ends.pipe.next_order() is None
