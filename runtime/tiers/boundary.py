@@ -125,8 +125,9 @@ class EngineProcess:
     def send(self, header: dict[str, Any], blob: bytes = b"") -> None:
         """One whole frame; a lock per process, so frames from the threads answering
         calls (this run's or a late one of the last) never interleave. An engine that
-        stops reading is given SEND_TIMEOUT_S (its reader thread never stops while it
-        is sound), then a WireTimeout, never a broker blocked for ever on a full pipe."""
+        stops reading is given SEND_TIMEOUT_S (a sound one reads whenever a frame is due
+        to it: some thread of it waits for every reply it asked for), then a
+        WireTimeout, never a broker blocked for ever on a full pipe."""
         with self._writing:
             wire.write_frame(self._out, header, blob, deadline=time.monotonic() + SEND_TIMEOUT_S)
 
