@@ -33,10 +33,11 @@ from typing import Any
 import httpx
 
 from runtime import sandbox, telemetry
-from runtime.broker import Profile, audit_line
+from runtime.broker import Broker, Profile, audit_line
 from runtime.broker.approval import Approver
 from runtime.broker.handler import MAX_IN_FLIGHT
-from runtime.contract import HostReply
+from runtime.broker.several import BrokerSet
+from runtime.contract import HostReply, HostRequest
 from runtime.profile_set import (
     as_profiles,
     audit_name,
@@ -124,8 +125,9 @@ class EngineProcess:
     def send(self, header: dict[str, Any], blob: bytes = b"") -> None:
         """One whole frame; a lock per process, so frames from the threads answering
         calls (this run's or a late one of the last) never interleave. An engine that
-        stops reading is given SEND_TIMEOUT_S (its reader thread never stops while it
-        is sound), then a WireTimeout, never a broker blocked for ever on a full pipe."""
+        stops reading is given SEND_TIMEOUT_S (a sound one reads whenever a frame is due
+        to it: some thread of it waits for every reply it asked for), then a
+        WireTimeout, never a broker blocked for ever on a full pipe."""
         with self._writing:
             wire.write_frame(self._out, header, blob, deadline=time.monotonic() + SEND_TIMEOUT_S)
 
@@ -161,9 +163,12 @@ class EngineProcess:
         self.kill()
 
 
-def _reply_frame(call_id: object, reply: HostReply) -> tuple[dict[str, Any], bytes]:
-    fields, body = wire.reply_fields(reply)
-    return {"t": "reply", "id": call_id, **fields}, body
+def _decided(broker: Broker | BrokerSet, request: HostRequest) -> Callable[[], HostReply]:
+    """A started call decided now (in the guest's order): what sends it, or a 500."""
+    try:
+        return broker.start(request)
+    except Exception:
+        return functools.partial(HostReply, status=500, body=b"")
 
 
 def _safe(work: Callable[[], HostReply]) -> HostReply:
@@ -263,12 +268,14 @@ def run_isolated(
     probe = scan_memory_for is not None
     memory = b""
 
-    def answer(call_id: object, reply: HostReply) -> None:
-        header, body = _reply_frame(call_id, reply)
-        with contextlib.suppress(OSError):
+    def answer(call_id: int, reply: HostReply) -> None:
+        header, body = wire.reply_frame(call_id, reply)
+        try:
             engine.send(header, body)
+        except OSError:
+            return  # the engine is gone: the run's loop reads as much next
 
-    def send_later(call_id: object, work: Callable[[], HostReply]) -> None:
+    def send_later(call_id: int, work: Callable[[], HostReply]) -> None:
         answer(call_id, _safe(work))
 
     result: sandbox.RunResult | None = None
@@ -300,15 +307,18 @@ def run_isolated(
                 if kind == "call":
                     answer(call_id, _safe(functools.partial(broker, request)))
                     continue
+                go = frame.get("go", False)
+                if type(go) is not bool:
+                    raise wire.WireError("a start's go is not a boolean")
+                if go:  # started and sent at once, the guest waiting for this call alone
+                    answer(call_id, _safe(_decided(broker, request)))
+                    continue
                 if call_id in decided or len(decided) >= MAX_UNSENT_CALLS:
                     # A sandbox holds at most MAX_PENDING_CALLS unsettled; an engine
                     # claiming more is not one (and would grow this table for ever).
                     raise wire.WireError("a call id used twice, or too many calls unsent")
-                try:
-                    # Decided now, in the guest's order; sent when the engine says go.
-                    decided[call_id] = broker.start(request)
-                except Exception:
-                    decided[call_id] = functools.partial(HostReply, status=500, body=b"")
+                # Decided now, in the guest's order; sent when the engine says go.
+                decided[call_id] = _decided(broker, request)
             elif kind == "go" and isinstance(call_id, int) and call_id in decided:
                 work = decided.pop(call_id)
                 if frame.get("inline") is True:  # the guest waits for this call alone

@@ -28,14 +28,15 @@ at `sys.modules`): it can decide nothing, it can only ask.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import itertools
 import os
-import queue
 import resource
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from runtime import sandbox
@@ -53,28 +54,50 @@ _IN, _OUT = 0, 1
 
 
 class _Pipe:
-    """Frames to the broker (one writer at a time) and the replies coming back."""
+    """Frames to the broker (one writer at a time), and the frames coming back, read by
+    whichever thread is waiting for one.
 
-    def __init__(self) -> None:
+    No thread reads the pipe for the others: a thread waiting for a reply (or the main
+    loop, for the broker's next order) reads it itself while no other thread is, and
+    hands on what is not its own. A guest awaiting one call at a time so reads its own
+    reply, with no other thread to wake per call; with several waiting, one reads for
+    all and the rest sleep until their frame arrives or it is their turn to read. A
+    thread waits only while a frame is due to it, so the pipe is read whenever the
+    broker has something to send: a reply is sent only to a call that waits for it, and
+    a hold only while a call is in flight.
+    """
+
+    def __init__(self, fd_in: int = _IN, fd_out: int = _OUT) -> None:
+        self._out = fd_out
         self._writing = threading.Lock()
-        #: Started calls' frames not written yet, in the guest's order.
-        self._held: list[bytes] = []
+        #: Started calls' frames not written yet, in the guest's order, by call id.
+        self._held: list[tuple[int, dict[str, Any], bytes]] = []
         self._ids = itertools.count(1)
-        self._waiting: dict[int, queue.SimpleQueue[HostReply | None]] = {}
+        self._reader = wire.FrameReader(fd_in)
+        #: Guards everything below; waiters sleep on `_changed` for their frame or turn.
         self._lock = threading.Lock()
-        #: Frames other than replies, for the main loop.
-        self.inbox: queue.SimpleQueue[tuple[dict[str, Any], bytes] | None] = queue.SimpleQueue()
+        self._changed = threading.Condition(self._lock)
+        self._reading = False
+        self._gone = False
+        #: Calls asked and still waited for, and the replies read but not yet collected.
+        self._wanted: set[int] = set()
+        self._replies: dict[int, HostReply] = {}
+        #: Frames other than replies and holds, for the main loop.
+        self._orders: collections.deque[tuple[dict[str, Any], bytes]] = collections.deque()
         #: The current run's clock, which the broker's `hold` and `release` frames stop
         #: and restart; the holds they opened, innermost last.
         self._clock: RunClock | None = None
         self._holds: list[contextlib.AbstractContextManager[None]] = []
 
     def begin_run(self, clock: RunClock) -> None:
+        """A run starts: calls a past run left waiting get no reply from this one."""
         with self._lock:
             self._clock, self._holds = clock, []
+            self._wanted.clear()
+            self._replies.clear()
 
     def _hold(self, kind: str) -> None:
-        """Mirror one of the broker's holds on this run's clock (the reader thread)."""
+        """Mirror one of the broker's holds on this run's clock."""
         with self._lock:
             if kind == "hold" and self._clock is not None:
                 hold = self._clock.hold()
@@ -87,53 +110,125 @@ class _Pipe:
         """Write one frame, after every held one (in the order they were held)."""
         frame = wire.encode(header, blob)
         with self._writing:
-            if self._held:
-                frame = b"".join([*self._held, frame])
-                self._held.clear()
-            view = memoryview(frame)
-            while view:
-                view = view[os.write(_OUT, view) :]
+            self._write(frame)
 
-    def hold(self, header: dict[str, Any], blob: bytes = b"") -> None:
-        """Keep a frame to go out with the next one sent (see `PipeHandler`)."""
-        frame = wire.encode(header, blob)
+    def go(self, call_id: int, *, inline: bool) -> None:
+        """Let the broker send a started call. Said on the guest's own thread of the
+        call held last (the guest awaits it alone), it is a field of that call's
+        `start` frame, which goes out now: one frame per awaited call, not two."""
         with self._writing:
-            self._held.append(frame)
+            if inline and self._held and self._held[-1][0] == call_id:
+                _, header, blob = self._held.pop()
+                header["go"] = True
+                self._write(wire.encode(header, blob))
+            else:
+                self._write(wire.encode({"t": "go", "id": call_id, "inline": inline}))
 
-    def read_forever(self) -> None:
-        """The reader thread: replies to their waiters, anything else to the inbox."""
-        reader = wire.FrameReader(_IN)
-        try:
-            while True:
-                header, blob = reader.read(
-                    max_json=_MAX_FROM_BROKER_JSON, max_blob=_MAX_FROM_BROKER_BLOB
-                )
-                if header["t"] == "reply":
-                    with self._lock:
-                        waiter = self._waiting.pop(header.get("id"), None)
-                    if waiter is not None:
-                        waiter.put(wire.reply_from(header, blob))
-                elif header["t"] in ("hold", "release"):
-                    self._hold(header["t"])
-                else:
-                    self.inbox.put((header, blob))
-        except wire.WireError:
-            self.inbox.put(None)  # the broker is gone: so is this process's reason to be
-            with self._lock:
-                for waiter in self._waiting.values():
-                    waiter.put(None)
-                self._waiting.clear()
+    def _write(self, frame: bytes) -> None:
+        """Every held frame, then this one, in one write (`_writing` held)."""
+        if self._held:
+            frame = b"".join([*(wire.encode(h, b) for _, h, b in self._held), frame])
+            self._held.clear()
+        view = memoryview(frame)
+        while view:
+            view = view[os.write(self._out, view) :]
 
-    def ask(
-        self, kind: str, request: HostRequest
-    ) -> tuple[int, queue.SimpleQueue[HostReply | None]]:
+    def hold(self, call_id: int, header: dict[str, Any], blob: bytes = b"") -> None:
+        """Keep a started call's frame to go out with the next one sent (see
+        `PipeHandler`), unencoded until then: its `go` may join it."""
+        with self._writing:
+            self._held.append((call_id, header, blob))
+
+    def ask(self, kind: str, request: HostRequest) -> int:
+        """Send (`call`) or hold (`start`) one call's frame; its id, for `reply`."""
         call_id = next(self._ids)
-        answer: queue.SimpleQueue[HostReply | None] = queue.SimpleQueue()
         with self._lock:
-            self._waiting[call_id] = answer
-        fields, body = wire.request_fields(request)
-        (self.hold if kind == "start" else self.send)({"t": kind, "id": call_id, **fields}, body)
-        return call_id, answer
+            self._wanted.add(call_id)
+        header, body = wire.request_frame(kind, call_id, request)
+        if kind == "start":
+            self.hold(call_id, header, body)
+        else:
+            self.send(header, body)
+        return call_id
+
+    def reply(self, call_id: int, deadline: Callable[[], float]) -> HostReply:
+        """The broker's reply to one call, waited for until `deadline()` (looked at
+        again as it passes: a hold for approval moves it)."""
+        arrived = self._await(lambda: call_id in self._replies, deadline)
+        with self._lock:
+            self._wanted.discard(call_id)
+            reply = self._replies.pop(call_id, None)
+        if reply is not None:
+            return reply
+        if not arrived:
+            raise TimeoutError("no reply from the broker before the run's deadline")
+        raise ConnectionError("the broker is gone")
+
+    def next_order(self) -> tuple[dict[str, Any], bytes] | None:
+        """The broker's next frame for the main loop; None once the broker is gone."""
+        self._await(lambda: bool(self._orders), None)
+        with self._lock:
+            return self._orders.popleft() if self._orders else None
+
+    def _await(self, ready: Callable[[], bool], deadline: Callable[[], float] | None) -> bool:
+        """Until `ready()` (looked at under the lock) or the broker is gone: True; False
+        at the deadline. Reads the pipe itself whenever no other thread is reading it."""
+        with self._lock:
+            while not (ready() or self._gone):
+                if not self._reading:
+                    self._reading = True
+                    break
+                left = None if deadline is None else deadline() - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._changed.wait(left)
+            else:
+                return True
+        try:
+            return self._read_until(ready, deadline)
+        finally:
+            with self._lock:
+                self._reading = False
+                self._changed.notify_all()  # another waiter, if any, reads next
+
+    def _read_until(self, ready: Callable[[], bool], deadline: Callable[[], float] | None) -> bool:
+        """Read and hand on frames until `ready()`; the reading thread only."""
+        while True:
+            with self._lock:
+                if ready() or self._gone:
+                    return True
+            until = None if deadline is None else deadline()
+            if until is not None and until <= time.monotonic():
+                return False
+            try:
+                header, blob = self._reader.read(
+                    deadline=until, max_json=_MAX_FROM_BROKER_JSON, max_blob=_MAX_FROM_BROKER_BLOB
+                )
+                self._hand_on(header, blob)
+            except wire.WireTimeout:
+                continue  # a partial frame stays buffered; the deadline is looked at again
+            except wire.WireError:
+                with self._lock:  # the broker is gone: so is this process's reason to be
+                    self._gone = True
+                return True
+
+    def _hand_on(self, header: dict[str, Any], blob: bytes) -> None:
+        """One frame from the broker to whoever it is for."""
+        kind = header["t"]
+        if kind == "reply":
+            reply = wire.reply_from(header, blob)
+            with self._lock:
+                call_id = header.get("id")
+                if call_id in self._wanted:
+                    self._wanted.discard(call_id)
+                    self._replies[call_id] = reply
+                    self._changed.notify_all()
+        elif kind in ("hold", "release"):
+            self._hold(kind)
+        else:
+            with self._lock:
+                self._orders.append((header, blob))
+                self._changed.notify_all()
 
 
 class PipeHandler:
@@ -156,31 +251,20 @@ class PipeHandler:
         self._pipe = pipe
         self._clock = clock
 
-    def _wait(self, answer: queue.SimpleQueue[HostReply | None]) -> HostReply:
-        """The reply, waited for until the run's deadline (and a grace); the deadline is
-        looked at again when it passes, as a hold for approval may have moved it."""
-        while True:
-            left = self._clock.deadline() + _REPLY_GRACE_S - time.monotonic()
-            try:
-                reply = answer.get(timeout=max(0.0, left))
-                break
-            except queue.Empty:
-                if self._clock.deadline() + _REPLY_GRACE_S <= time.monotonic():
-                    raise
-        if reply is None:
-            raise ConnectionError("the broker is gone")
-        return reply
+    def _deadline(self) -> float:
+        """When a reply is given up on: the run's deadline (moved by holds), and a grace."""
+        return self._clock.deadline() + _REPLY_GRACE_S
 
     def __call__(self, request: HostRequest) -> HostReply:
-        return self._wait(self._pipe.ask("call", request)[1])
+        return self._pipe.reply(self._pipe.ask("call", request), self._deadline)
 
     def start(self, request: HostRequest) -> Any:
-        call_id, answer = self._pipe.ask("start", request)
+        call_id = self._pipe.ask("start", request)
         guest = threading.get_ident()
 
         def send() -> HostReply:
-            self._pipe.send({"t": "go", "id": call_id, "inline": threading.get_ident() == guest})
-            return self._wait(answer)
+            self._pipe.go(call_id, inline=threading.get_ident() == guest)
+            return self._pipe.reply(call_id, self._deadline)
 
         return send
 
@@ -248,10 +332,10 @@ def main(argv: list[str]) -> int:
         except FilterError as exc:
             sys.stderr.write(f"engine process: {exc}\n")
             return 3
+    os.set_blocking(_IN, False)  # read when a frame is there, waited for only when not
     pipe = _Pipe()
-    threading.Thread(target=pipe.read_forever, name="plimsoll-engine-pipe", daemon=True).start()
     pipe.send({"t": "hello", "pid": os.getpid()})
-    while (item := pipe.inbox.get()) is not None:
+    while (item := pipe.next_order()) is not None:
         frame, _blob = item
         kind = frame["t"]
         if kind == "warm":

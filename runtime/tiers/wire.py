@@ -53,39 +53,68 @@ def write_frame(
     fd: int, header: dict[str, Any], blob: bytes = b"", *, deadline: float | None = None
 ) -> None:
     """Write one frame. With a deadline, `fd` must be non-blocking: a peer that stops
-    reading (its pipe full) is a WireTimeout at the deadline, never a writer stuck."""
+    reading (its pipe full) is a WireTimeout at the deadline, never a writer stuck.
+
+    The write is tried first and waited for only when the pipe is full: a pipe with
+    room (nearly every frame) costs one system call, not a `select` and a write."""
     view = memoryview(encode(header, blob))
-    while view:
+    while True:
+        try:
+            view = view[os.write(fd, view) :]
+            if not view:
+                return
+        except BlockingIOError:
+            if deadline is None:
+                continue
         if deadline is not None:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([], [fd], [], left)[1]:
                 raise WireTimeout("the peer stopped reading")
-        try:
-            view = view[os.write(fd, view) :]
-        except BlockingIOError:
-            continue
 
 
 class FrameReader:
     """Frames from one pipe, read in large pieces: one `read` usually brings a whole
     frame (or several), where reading the head, the JSON and the blob each on its own
-    cost a system call apiece on every host call."""
+    cost a system call apiece on every host call.
+
+    On a non-blocking `fd` the read is tried first and waited for (`select`) only when
+    nothing is there yet: a reply that arrived while its reader was busy costs one
+    system call. On a blocking one, a deadline is waited for before each read, as a
+    blocking read could outlast it."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self._buffer = bytearray()
+        self._eager = not os.get_blocking(fd)
 
     def _fill(self, n: int, deadline: float | None) -> None:
         """Until the buffer holds `n` bytes; a deadline bounds the whole wait."""
         while len(self._buffer) < n:
-            if deadline is not None:
-                left = deadline - time.monotonic()
-                if left <= 0 or not select.select([self.fd], [], [], left)[0]:
-                    raise WireTimeout("no frame before the deadline")
+            if not self._eager or not self._read_some(n):
+                self._wait(deadline)
+                if not self._eager:
+                    self._read_some(n)
+
+    def _read_some(self, n: int) -> bool:
+        """One read towards `n` bytes: False when a non-blocking pipe had none yet."""
+        try:
             chunk = os.read(self.fd, max(1 << 16, min(n - len(self._buffer), 16 << 20)))
-            if not chunk:
-                raise PeerGone("the pipe closed")
-            self._buffer += chunk
+        except BlockingIOError:
+            return False
+        if not chunk:
+            raise PeerGone("the pipe closed")
+        self._buffer += chunk
+        return True
+
+    def _wait(self, deadline: float | None) -> None:
+        """Until the pipe can be read (a WireTimeout at the deadline)."""
+        if deadline is None:
+            if self._eager:
+                select.select([self.fd], [], [])
+            return
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([self.fd], [], [], left)[0]:
+            raise WireTimeout("no frame before the deadline")
 
     def read(
         self,
@@ -95,19 +124,23 @@ class FrameReader:
         max_blob: int = MAX_BLOB_BYTES,
     ) -> tuple[dict[str, Any], bytes]:
         """One frame: its JSON object and blob. Sizes are checked before the rest is read."""
-        self._fill(_HEAD.size, deadline)
-        size, blob_size = _HEAD.unpack_from(self._buffer)
+        buffer = self._buffer
+        if len(buffer) < _HEAD.size:
+            self._fill(_HEAD.size, deadline)
+        size, blob_size = _HEAD.unpack_from(buffer)
         if size > max_json or blob_size > max_blob:
             raise WireError(f"frame of {size} + {blob_size} bytes is over the limit")
-        end = _HEAD.size + size + blob_size
-        self._fill(end, deadline)
-        data = bytes(self._buffer[_HEAD.size : _HEAD.size + size])
-        blob = bytes(self._buffer[_HEAD.size + size : end])
-        del self._buffer[:end]
-        try:
-            header = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            raise WireError("frame is not JSON") from None
+        start = _HEAD.size + size
+        end = start + blob_size
+        if len(buffer) < end:
+            self._fill(end, deadline)
+        with memoryview(buffer) as view:  # each part copied once, straight from the buffer
+            try:
+                header = orjson.loads(view[_HEAD.size : start])
+            except orjson.JSONDecodeError:
+                raise WireError("frame is not JSON") from None
+            blob = bytes(view[start:end]) if blob_size else b""
+        del buffer[:end]
         if not isinstance(header, dict) or not isinstance(header.get("t"), str):
             raise WireError("frame is not an object with a type")
         return header, blob
@@ -168,8 +201,10 @@ def _param_in(value: Any) -> ParamValue:
 
 
 def _params_in(value: Any, what: str) -> tuple[tuple[str, ParamValue], ...]:
-    if not isinstance(value, list):
+    if type(value) is not list:
         raise WireError(f"{what} is not a list")
+    if not value:
+        return ()
     out = []
     for item in value:
         if not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str):
@@ -178,64 +213,82 @@ def _params_in(value: Any, what: str) -> tuple[tuple[str, ParamValue], ...]:
     return tuple(out)
 
 
-def request_fields(request: HostRequest) -> tuple[dict[str, Any], bytes]:
-    """A HostRequest as a frame's JSON fields and blob (engine side)."""
-    fields = {
+def request_frame(kind: str, call_id: int, request: HostRequest) -> tuple[dict[str, Any], bytes]:
+    """A `call` or `start` frame: a HostRequest's JSON fields and blob (engine side)."""
+    header = {
+        "t": kind,
+        "id": call_id,
         "method": request.method,
         "path": request.path,
         "has_body": request.body is not None,
         "route": request.route,
         "values": list(request.values),
-        "query": [[n, _param_out(v)] for n, v in request.query],
-        "headers": [[n, _param_out(v)] for n, v in request.headers],
+        "query": [[n, _param_out(v)] for n, v in request.query] if request.query else [],
+        "headers": [[n, _param_out(v)] for n, v in request.headers] if request.headers else [],
         "media_type": request.media_type,
         "client": request.client,
     }
-    return fields, request.body or b""
+    return header, request.body or b""
 
 
 def request_from(d: dict[str, Any], blob: bytes) -> HostRequest:
-    """A HostRequest from an engine process's frame: every field checked (broker side)."""
-    has_body = _get(d, "has_body", bool)
+    """A HostRequest from an engine process's frame: every field checked (broker side).
+
+    Types are compared exactly (`type(x) is str`): JSON decodes to nothing else, and
+    this runs on every host call."""
+    get = d.get
+    method, path, has_body = get("method"), get("path"), get("has_body")
+    if type(method) is not str or type(path) is not str or type(has_body) is not bool:
+        raise WireError("a call's method, path or has_body is not of its type")
     if blob and not has_body:
         raise WireError("a body without has_body")
+    route, media_type, client = get("route"), get("media_type"), get("client")
+    if (
+        (route is not None and type(route) is not str)
+        or (media_type is not None and type(media_type) is not str)
+        or (client is not None and type(client) is not str)
+    ):
+        raise WireError("a call's route, media_type or client is not a string")
+    values = get("values")
+    if type(values) is not list or any(type(v) is not str for v in values):
+        raise WireError("values is not a list of strings")
     return HostRequest(
-        method=_get(d, "method", str),
-        path=_get(d, "path", str),
+        method=method,
+        path=path,
         body=blob if has_body else None,
-        route=_opt_str(d, "route"),
-        values=_strings(d.get("values"), "values"),
-        query=_params_in(d.get("query"), "query"),
-        headers=_params_in(d.get("headers"), "headers"),
-        media_type=_opt_str(d, "media_type"),
-        client=_opt_str(d, "client"),
+        route=route,
+        values=tuple(values),
+        query=_params_in(get("query"), "query"),
+        headers=_params_in(get("headers"), "headers"),
+        media_type=media_type,
+        client=client,
     )
 
 
-def reply_fields(reply: HostReply) -> tuple[dict[str, Any], bytes]:
-    fields = {
+def reply_frame(call_id: int, reply: HostReply) -> tuple[dict[str, Any], bytes]:
+    """The `reply` frame to one call: its JSON fields and its body (broker side)."""
+    header = {
+        "t": "reply",
+        "id": call_id,
         "status": int(reply.status),
         "content_type": reply.content_type,
-        "headers": [list(h) for h in reply.headers],
+        "headers": [list(h) for h in reply.headers] if reply.headers else [],
         "upstream": bool(reply.upstream),
     }
-    return fields, bytes(reply.body)
+    return header, bytes(reply.body)
 
 
 def reply_from(d: dict[str, Any], blob: bytes) -> HostReply:
-    headers = d.get("headers")
-    if not isinstance(headers, list):
+    """A HostReply from the broker's `reply` frame, every field checked (engine side)."""
+    get = d.get
+    status, content_type, upstream = get("status"), get("content_type"), get("upstream")
+    if type(status) is not int or type(content_type) is not str or type(upstream) is not bool:
+        raise WireError("a reply's status, content_type or upstream is not of its type")
+    headers = get("headers")
+    if type(headers) is not list:
         raise WireError("reply headers are not a list")
-    pairs = []
-    for pair in headers:
-        pairs.append(_pair(pair, "a reply header"))
-    return HostReply(
-        status=_get(d, "status", int),
-        body=blob,
-        content_type=_get(d, "content_type", str),
-        headers=tuple(pairs),
-        upstream=_get(d, "upstream", bool),
-    )
+    pairs = tuple(_pair(pair, "a reply header") for pair in headers) if headers else ()
+    return HostReply(status, blob, content_type, pairs, upstream)
 
 
 # -- runs --------------------------------------------------------------------------------

@@ -371,6 +371,10 @@ HOSTILE_FRAMES = {
     "id reused": "2 * wire.encode({'t': 'start', 'id': -5, 'method': 'GET',"
     " 'path': '/v1/items/x', 'has_body': False, 'route': None, 'values': [], 'query': [],"
     " 'headers': [], 'media_type': None})",
+    # A started call whose `go` (sent in the same frame) is not a boolean.
+    "go not a boolean": "wire.encode({'t': 'start', 'id': 8, 'method': 'GET',"
+    " 'path': '/v1/items/x', 'has_body': False, 'route': None, 'values': [], 'query': [],"
+    " 'headers': [], 'media_type': None, 'go': 1})",
     # A frame type only the broker sends.
     "reply from the engine": "wire.encode({'t': 'reply', 'id': 1, 'status': 200})",
     # A call id that is not an integer.
@@ -450,6 +454,32 @@ def test_every_frame_field_is_checked() -> None:
         wire.request_from({"method": "GET", "path": "/", "has_body": False}, b"body")
     with pytest.raises(wire.WireError):
         wire.result_from({"stdout": "x" * 11, "stderr": "", "exit_code": 0}, output_bytes=10)
+    call = {
+        "method": "GET",
+        "path": "/",
+        "has_body": False,
+        "values": [],
+        "query": [],
+        "headers": [],
+    }
+    assert wire.request_from(call, b"").path == "/"
+    for bad in (
+        {"has_body": 0},
+        {"route": 1},
+        {"media_type": []},
+        {"client": 2},
+        {"values": ["a", 1]},
+        {"values": "a"},
+        {"query": [["q"]]},
+        {"headers": [[1, "v"]]},
+    ):
+        with pytest.raises(wire.WireError):
+            wire.request_from({**call, **bad}, b"")
+    reply = {"status": 200, "content_type": "", "headers": [["a", "b"]], "upstream": True}
+    assert wire.reply_from(reply, b"x").headers == (("a", "b"),)
+    for bad in ({"status": True}, {"status": "200"}, {"upstream": 1}, {"headers": [["a"]]}):
+        with pytest.raises(wire.WireError):
+            wire.reply_from({**reply, **bad}, b"")
 
 
 @pytest.mark.parametrize("result", [[1], "x", True, -1, 1.5])
