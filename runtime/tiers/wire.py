@@ -19,7 +19,13 @@ from typing import Any
 
 import orjson
 
-from runtime.contract import HostReply, HostRequest, ObjectValue, ParamValue
+from runtime.contract import (
+    MAX_REQUEST_BODY_BYTES,
+    HostReply,
+    HostRequest,
+    ObjectValue,
+    ParamValue,
+)
 from runtime.sandbox import GuestGrant, Limits, RunResult
 from specgen.routes import Route
 
@@ -28,8 +34,9 @@ _HEAD = struct.Struct(">II")
 #: envelope is at most ~1.1 MiB (the sandbox's MAX_ENVELOPE_BYTES), its body travels
 #: in the blob, and a run's output is at most 64 KiB per stream, escaped.
 MAX_JSON_BYTES = 4 << 20
-#: Largest blob from an engine process, but for the memory image a scan asked for.
-MAX_BLOB_BYTES = 2 << 20
+#: Largest blob from an engine process, but for the memory image a scan asked for: a
+#: call's text or binary body, which the sandbox caps at MAX_REQUEST_BODY_BYTES.
+MAX_BLOB_BYTES = MAX_REQUEST_BODY_BYTES
 
 
 class WireError(Exception):
@@ -214,13 +221,17 @@ def _params_in(value: Any, what: str) -> tuple[tuple[str, ParamValue], ...]:
 
 
 def request_frame(kind: str, call_id: int, request: HostRequest) -> tuple[dict[str, Any], bytes]:
-    """A `call` or `start` frame: a HostRequest's JSON fields and blob (engine side)."""
+    """A `call` or `start` frame: a HostRequest's JSON fields and blob (engine side).
+
+    The blob is the call's JSON `body` or its text or binary `payload` (never both: the
+    sandbox refuses a call with the two), and `has_body`/`has_payload` say which."""
     header = {
         "t": kind,
         "id": call_id,
         "method": request.method,
         "path": request.path,
         "has_body": request.body is not None,
+        "has_payload": request.payload is not None,
         "route": request.route,
         "values": list(request.values),
         "query": [[n, _param_out(v)] for n, v in request.query] if request.query else [],
@@ -228,7 +239,9 @@ def request_frame(kind: str, call_id: int, request: HostRequest) -> tuple[dict[s
         "media_type": request.media_type,
         "client": request.client,
     }
-    return header, request.body or b""
+    if request.body is not None:
+        return header, request.body
+    return header, request.payload or b""
 
 
 def request_from(d: dict[str, Any], blob: bytes) -> HostRequest:
@@ -238,10 +251,13 @@ def request_from(d: dict[str, Any], blob: bytes) -> HostRequest:
     this runs on every host call."""
     get = d.get
     method, path, has_body = get("method"), get("path"), get("has_body")
+    has_payload = get("has_payload")
     if type(method) is not str or type(path) is not str or type(has_body) is not bool:
         raise WireError("a call's method, path or has_body is not of its type")
-    if blob and not has_body:
-        raise WireError("a body without has_body")
+    if type(has_payload) is not bool or (has_body and has_payload):
+        raise WireError("a call's has_payload is not a boolean, or comes with has_body")
+    if blob and not (has_body or has_payload):
+        raise WireError("a body without has_body or has_payload")
     route, media_type, client = get("route"), get("media_type"), get("client")
     if (
         (route is not None and type(route) is not str)
@@ -261,6 +277,7 @@ def request_from(d: dict[str, Any], blob: bytes) -> HostRequest:
         query=_params_in(get("query"), "query"),
         headers=_params_in(get("headers"), "headers"),
         media_type=media_type,
+        payload=blob if has_payload else None,
         client=client,
     )
 

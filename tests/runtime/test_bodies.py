@@ -354,3 +354,26 @@ def test_base64_that_is_not_base64_is_refused(api: FakeAPI) -> None:
     """
     assert _run(api, code).splitlines() == ["sent", "host api 403", "host api 403"]
     assert [s.body for s in api.requests] == [base64.b64decode("AP+A")]
+
+
+def test_text_and_binary_bodies_cross_the_worker_tiers_pipe_byte_exact(api: FakeAPI) -> None:
+    """On the worker tier the body travels from the engine process to the broker beside
+    the call's envelope, as in-process it travels beside it to the broker."""
+    from runtime.tiers.boundary import EngineProcess, run_isolated
+
+    code = (
+        'await api.upload_report_csv("a,caf\\u00e9\\n");'
+        " await api.upload_blob('sha256:ab', new Uint8Array([0, 255, 128, 10]));"
+        ' await api.merge_config("app", {a: null});'
+    )
+    engine = EngineProcess("worker")
+    try:
+        outcome = run_isolated(engine, code, grant(api.url), caller="tests")
+    finally:
+        engine.close()
+    assert outcome.result.exit_code == 0, outcome.result.stderr
+    assert [(seen.path, seen.body) for seen in api.requests] == [
+        ("/v1/reports", "a,caf\u00e9\n".encode()),
+        ("/v1/blobs/sha256%3Aab", bytes([0, 255, 128, 10])),
+        ("/v1/configs/app", b'{"a":null}'),
+    ]

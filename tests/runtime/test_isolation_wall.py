@@ -360,7 +360,8 @@ HOSTILE_FRAMES = {
     # More started calls than a sandbox can hold, none ever sent: the broker's table of
     # decided calls would grow for ever.
     "flood": "b''.join(wire.encode({'t': 'start', 'id': 10**6 + i, 'method': 'GET',"
-    " 'path': '/v1/items/x', 'has_body': False, 'route': None, 'values': [], 'query': [],"
+    " 'path': '/v1/items/x', 'has_body': False, 'has_payload': False,"
+    " 'route': None, 'values': [], 'query': [],"
     " 'headers': [], 'media_type': None}) for i in range(10_001))",
     # A `done` whose result is a list, not an object: refused as the protocol's breach,
     # not an exception out of the broker's loop that would leave the run without audit.
@@ -369,21 +370,25 @@ HOSTILE_FRAMES = {
     "go never started": "wire.encode({'t': 'go', 'id': 424242})",
     # Two started calls under one id: the second would replace the first's decision.
     "id reused": "2 * wire.encode({'t': 'start', 'id': -5, 'method': 'GET',"
-    " 'path': '/v1/items/x', 'has_body': False, 'route': None, 'values': [], 'query': [],"
+    " 'path': '/v1/items/x', 'has_body': False, 'has_payload': False,"
+    " 'route': None, 'values': [], 'query': [],"
     " 'headers': [], 'media_type': None})",
     # A started call whose `go` (sent in the same frame) is not a boolean.
     "go not a boolean": "wire.encode({'t': 'start', 'id': 8, 'method': 'GET',"
-    " 'path': '/v1/items/x', 'has_body': False, 'route': None, 'values': [], 'query': [],"
+    " 'path': '/v1/items/x', 'has_body': False, 'has_payload': False,"
+    " 'route': None, 'values': [], 'query': [],"
     " 'headers': [], 'media_type': None, 'go': 1})",
     # A frame type only the broker sends.
     "reply from the engine": "wire.encode({'t': 'reply', 'id': 1, 'status': 200})",
     # A call id that is not an integer.
     "string id": "wire.encode({'t': 'call', 'id': '1', 'method': 'GET', 'path': '/v1/x',"
-    " 'has_body': False, 'route': None, 'values': [], 'query': [], 'headers': [],"
+    " 'has_body': False, 'has_payload': False,"
+    " 'route': None, 'values': [], 'query': [], 'headers': [],"
     " 'media_type': None})",
     # A started call whose object parameter holds a pair of three strings.
     "pair of three": "wire.encode({'t': 'start', 'id': 7, 'method': 'GET', 'path': '/v1/x',"
-    " 'has_body': False, 'route': None, 'values': [], 'query': [['q', {'o': [['a', 'b', 'c']]}]],"
+    " 'has_body': False, 'has_payload': False,"
+    " 'route': None, 'values': [], 'query': [['q', {'o': [['a', 'b', 'c']]}]],"
     " 'headers': [], 'media_type': None})",
 }
 
@@ -458,13 +463,19 @@ def test_every_frame_field_is_checked() -> None:
         "method": "GET",
         "path": "/",
         "has_body": False,
+        "has_payload": False,
         "values": [],
         "query": [],
         "headers": [],
     }
     assert wire.request_from(call, b"").path == "/"
+    assert wire.request_from({**call, "has_payload": True}, b"x").payload == b"x"
+    assert wire.request_from({**call, "has_body": True}, b"x").body == b"x"
+    with pytest.raises(wire.WireError):
+        wire.request_from({**call, "has_body": True, "has_payload": True}, b"x")
     for bad in (
         {"has_body": 0},
+        {"has_payload": None},
         {"route": 1},
         {"media_type": []},
         {"client": 2},
@@ -490,7 +501,8 @@ def test_a_result_that_is_not_an_object_is_a_wire_error(result: object) -> None:
 
 @pytest.mark.parametrize("pair", [[], ["a"], ["a", "b", "c"]])
 def test_a_pair_of_other_than_two_strings_is_a_wire_error(pair: list[str]) -> None:
-    start = {"method": "GET", "path": "/", "has_body": False, "values": [], "headers": []}
+    start = {"method": "GET", "path": "/", "has_body": False, "has_payload": False}
+    start |= {"values": [], "headers": []}
     with pytest.raises(wire.WireError):
         wire.request_from({**start, "query": [["q", {"o": [pair]}]]}, b"")
     with pytest.raises(wire.WireError):

@@ -269,8 +269,8 @@ while True:
         wire.write_frame(1, {"t": "ready"})
     elif frame["t"] == "run":
         break
-call = {"method": "GET", "path": "/v1/items/x", "has_body": False, "route": None,
-        "values": [], "query": [], "headers": [], "media_type": None}
+call = {"method": "GET", "path": "/v1/items/x", "has_body": False, "has_payload": False,
+        "route": None, "values": [], "query": [], "headers": [], "media_type": None}
 for i in range(100_000):
     wire.write_frame(1, {"t": "call", "id": i, **call})
 """
