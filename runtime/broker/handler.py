@@ -26,6 +26,7 @@ cooldown lasts, with an optional health probe); a delivered 429 or 503 opens it.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import threading
 import time
@@ -125,6 +126,10 @@ def _approval_of(call: _Admitted) -> tuple[str, str, float] | None:
 
 def _bytes_or_none(part: object) -> bool:
     return part is None or isinstance(part, bytes | bytearray | memoryview)
+
+
+def _as_bytes(part: bytes | bytearray | memoryview | None) -> bytes | None:
+    return None if part is None else bytes(part)
 
 
 def _answered(reply: HostReply) -> HostReply:
@@ -283,6 +288,11 @@ class Broker:
             # Not what the HostHandler contract promises; forwarding a guess would send
             # bytes nobody approved.
             return self._refuse("call_malformed")
+        if type(body) not in (bytes, type(None)) or type(payload) not in (bytes, type(None)):
+            # A bytearray or memoryview as the bytes it holds: a memoryview's len() counts
+            # its items, which would size the body and its Content-Length wrongly.
+            call = dataclasses.replace(call, body=_as_bytes(body), payload=_as_bytes(payload))
+            body, payload = call.body, call.payload
         plan = self._policy.decide(call)
         if isinstance(plan, CallRefused):
             return self._refuse(plan.rule, plan.route, plan.name)

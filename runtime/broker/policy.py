@@ -320,6 +320,8 @@ def _bytes_request(
     PATCH), made as one stream instead of through httpx's content encoding, which would
     normalise every header twice and copy the body again."""
     host = ("Host", url.netloc.decode("ascii"))
+    if content is not None and type(content) is not bytes:
+        content = bytes(content)  # its length in bytes, whatever view it came as
     if content:
         lines = [host, *headers, ("Content-Length", str(len(content)))]
     elif method in ("POST", "PUT", "PATCH"):

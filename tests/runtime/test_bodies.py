@@ -377,3 +377,31 @@ def test_text_and_binary_bodies_cross_the_worker_tiers_pipe_byte_exact(api: Fake
         ("/v1/blobs/sha256%3Aab", bytes([0, 255, 128, 10])),
         ("/v1/configs/app", b'{"a":null}'),
     ]
+
+
+@pytest.mark.parametrize("view", ["bytearray", "memoryview of words"])
+def test_a_body_handed_over_as_a_view_is_sent_as_its_bytes(api: FakeAPI, view: str) -> None:
+    """A HostHandler may be handed a bytearray or memoryview; what goes upstream is the
+    bytes it holds, framed by their count in bytes. A memoryview of 4-byte items counted
+    as items would frame a quarter of the body and leave the rest on the connection, read
+    there as a request of its own."""
+    smuggled = b"GET /v1/smuggled HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"
+    data = b"x" * 64 + smuggled
+    data += b"y" * (-len(data) % 4)
+    payload = bytearray(data) if view == "bytearray" else memoryview(data).cast("I")
+    call = HostRequest(
+        "PUT",
+        "",
+        route="/v1/blobs/*",
+        values=("b",),
+        media_type="application/octet-stream",
+        payload=payload,  # type: ignore[arg-type]  # what a handler may be handed
+    )
+    with Broker(grant(api.url)) as broker:
+        reply = broker(call)
+        broker(HostRequest("GET", "/v1/blobs/b"))
+    assert reply.status == 200
+    assert [(seen.method, seen.path, seen.body) for seen in api.requests] == [
+        ("PUT", "/v1/blobs/b", data),
+        ("GET", "/v1/blobs/b", b""),
+    ]
