@@ -351,6 +351,7 @@ _INITIALIZE = (
     + "\n"
 ).encode()
 
+#: A stdio MCP server with one tool, on the official SDK alone: the floor ours is put beside.
 _BARE_SERVER = """
 from mcp.server.mcpserver import MCPServer
 server = MCPServer("bare")

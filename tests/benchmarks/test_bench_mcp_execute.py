@@ -30,6 +30,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from examples.memory_grant.fake import FakeAgentMemory
 from examples.memory_grant.runner import TOKEN, TOKEN_ENV
+from tests.benchmarks.test_bench_grant_size import _BARE_SERVER as BARE_SERVER
 from tests.runtime.test_mcp_clients import ROOT, SPECGEN, _args
 
 pytestmark = pytest.mark.skipif(
@@ -38,14 +39,6 @@ pytestmark = pytest.mark.skipif(
 )
 
 ROUNDS = 60
-BARE_SERVER = """
-from mcp.server.mcpserver import MCPServer
-server = MCPServer("bare")
-@server.tool()
-def one() -> str:
-    return "1"
-server.run()
-"""
 ONE_CALL = (
     'const m = await memory.agent_memory_memory_get("00000000000000000000000000000042",'
     ' "support-agent", "customer-42", "m-1").catch(e => e.message); console.log(1);'
