@@ -315,13 +315,12 @@ def _bytes_request(
     content: bytes | None,
     timeout: dict[str, float],
 ) -> httpx.Request:
-    """A request with no body or a body of bytes, its headers exactly those httpx would
+    """A request with no body or a body of bytes (never a view: the broker takes every
+    body as `bytes` on entry, so len() is its size), its headers exactly those httpx would
     add (Host first, Content-Length last, or `0` first for a bodiless POST, PUT or
     PATCH), made as one stream instead of through httpx's content encoding, which would
     normalise every header twice and copy the body again."""
     host = ("Host", url.netloc.decode("ascii"))
-    if content is not None and type(content) is not bytes:
-        content = bytes(content)  # its length in bytes, whatever view it came as
     if content:
         lines = [host, *headers, ("Content-Length", str(len(content)))]
     elif method in ("POST", "PUT", "PATCH"):
