@@ -85,11 +85,6 @@ class CallRefused(ValueError):
         self.route: Route | None = None
 
 
-def _has_control(text: str) -> bool:
-    """A character of category Cc, or U+2028/U+2029 (specgen.routes.has_control)."""
-    return has_control(text)
-
-
 _ALL_UNRESERVED = re.compile(r"[A-Za-z0-9_.~-]*")
 
 
@@ -110,7 +105,7 @@ def path_value_error(value: str) -> str | None:
         return "a path value may not be empty, . or .."
     if "/" in value or "\\" in value:
         return "a path value may not hold / or \\ (some servers decode %2F before routing)"
-    if _has_control(value):
+    if has_control(value):
         return "a path value may not hold a control character"
     try:
         value.encode("utf-8")
@@ -192,7 +187,7 @@ def _unique(
 ) -> dict[str, ParamValue]:
     out: dict[str, ParamValue] = {}
     for name, value in pairs:
-        if _has_control(name):
+        if has_control(name):
             raise CallRefused(f"a {kind} name holds a control character")
         key = name.lower() if fold else name
         if key in out:
@@ -202,7 +197,7 @@ def _unique(
 
 
 def _scalar_ok(text: str, kind: str) -> str:
-    if _has_control(text):
+    if has_control(text):
         raise CallRefused(f"a {kind} value holds a control character")
     try:
         text.encode("utf-8")
@@ -230,7 +225,7 @@ def _query_items(permit: Permit, value: ParamValue) -> list[tuple[str, str]]:
         seen: set[str] = set()
         out = []
         for key, item in value.pairs:
-            if not key or key in seen or _has_control(key):
+            if not key or key in seen or has_control(key):
                 raise CallRefused(f"query {permit.name!r} has an empty, repeated or bad key")
             seen.add(key)
             out.append((f"{name}%5B{_encode(key)}%5D", _encode(_scalar_ok(item, "query"))))
@@ -366,7 +361,7 @@ def _field_text(value: object) -> str:
 
 
 def _name(name: str) -> str:
-    if not name or _has_control(name):
+    if not name or has_control(name):
         raise CallRefused("a form field name is empty or holds a control character")
     return name
 
@@ -454,7 +449,7 @@ def _flat(value: object) -> str:
 
 def _key(key: str) -> str:
     """An object key inside a form value: brackets would forge structure, so none."""
-    if not key or _has_control(key) or "[" in key or "]" in key:
+    if not key or has_control(key) or "[" in key or "]" in key:
         raise CallRefused("a form field key is empty or holds a bracket or a control character")
     return key
 
@@ -520,7 +515,7 @@ def _part(value: object) -> tuple[str | None, bytes, str | None]:
         )
     filename = value.get("filename")
     kind = value.get("type")
-    if not isinstance(filename, str) or not filename or _has_control(filename):
+    if not isinstance(filename, str) or not filename or has_control(filename):
         raise CallRefused("a file part's filename is empty or holds a control character")
     if kind is not None and (
         not isinstance(kind, str) or not all(0x21 <= ord(ch) <= 0x7E or ch == " " for ch in kind)
