@@ -403,7 +403,7 @@ def _serve(settings: _Settings) -> None:
 
     from runtime.mcp.audit import AuditFileError, AuditLog
     from runtime.mcp.auth import AuthFileError
-    from runtime.mcp.runner import GrantError, close_pools, open_grants, pool_started
+    from runtime.mcp.runner import GrantError, close_pool, open_grants, pool_started
     from runtime.mcp.server import build_server, prepare, serve_http, serve_stdio
 
     grants: tuple = ()
@@ -435,7 +435,7 @@ def _serve(settings: _Settings) -> None:
         )
         pool_started(grants)
     except (GrantError, SpecError, AuditFileError, AuthFileError) as exc:
-        close_pools(grants)
+        close_pool(grants)
         _refuse(str(exc))
     server = build_server(prepared, audit, auth)
     import anyio

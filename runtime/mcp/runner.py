@@ -413,19 +413,20 @@ def open_grants(
 
 
 def pool_started(grants: Sequence[Grant]) -> None:
-    """Wait for the engine processes of the grants' pool (`open_grants(wait=False)`);
-    GrantError, the pool closed, when its tier cannot start here."""
-    pools = {id(g._pool): g._pool for g in grants if g._pool is not None}
+    """Wait for the engine processes of the pool `open_grants(wait=False)` gave the
+    grants (one, shared); GrantError, the pool closed, when its tier cannot start here."""
+    pool = grants[0]._pool if grants else None
     try:
-        for pool in pools.values():
+        if pool is not None:
             pool.started()
     except Refusal as exc:
         raise GrantError(exc.line) from None
 
 
-def close_pools(grants: Sequence[Grant]) -> None:
+def close_pool(grants: Sequence[Grant]) -> None:
     """Stop the grants' pool: a server that will not serve leaves no worker behind."""
-    for pool in {id(g._pool): g._pool for g in grants if g._pool is not None}.values():
+    pool = grants[0]._pool if grants else None
+    if pool is not None:
         pool.close()
 
 
