@@ -342,7 +342,7 @@ def test_client_embeds_allow_list_in_grant_order_and_empty_reaches_nothing():
     )
     # What the guest holds is the allow list as the route index, positions in grant order.
     r = run("print(execArgv[2])", grant=GuestGrant(allow=ALLOW))
-    literal = r.stdout.split("var index = JSON.parse(", 1)[1].split(");\n", 1)[0]
+    literal = r.stdout.split("var indexText = ", 1)[1].split(";\n", 1)[0]
     embedded = json.loads(json.loads(literal))
     assert embedded == RouteIndex(ALLOW).to_json()
     assert embedded["GET 3"] == {
