@@ -130,16 +130,12 @@ class Operation:
         return ", ".join(self.arg_list)
 
     @property
-    def call_args(self) -> str:
-        """The arguments of the structured `h.call`: spec, values, body, options, with
-        trailing ones left out when the method has none."""
-        args = [self.call_spec, "[" + ", ".join(self.args) + "]"]
-        args.append("body" if self.has_body else "undefined")
-        if self.has_options:
-            args.append("options")
-        while args[-1] in ("undefined", "[]"):
-            args.pop()
-        return ", ".join(args)
+    def row(self) -> str:
+        """The method's row in the default build's preamble table: its name, what it
+        hands `h.call` (`call_spec`), how many path arguments it takes, and its shape:
+        1 when a body follows them, plus 2 when an `options` object comes last."""
+        shape = (1 if self.has_body else 0) + (2 if self.has_options else 0)
+        return f"[{js_string(self.name)}, {self.call_spec}, {len(self.args)}, {shape}]"
 
     @property
     def has_options(self) -> bool:

@@ -80,14 +80,14 @@ def artifacts(gen: Generated, types: TypeSet | None = None) -> dict[str, str]:
 
 
 def preamble_rows(gen: Generated, arguments: list[str]) -> list[tuple[object, ...]]:
-    """preamble.js's data per method: (op, name, arguments, call), `call` being the
-    structured `h.call`'s arguments, or "" for a method that concatenates its path (the
-    reference build, whose line the template reads from `op`). `arguments` holds each
-    method's `arg_text`, in order.
+    """preamble.js's data per method: (op, name, arguments, row), `row` being its line
+    of the default build's table (`Operation.row`), or "" for a method that concatenates
+    its path (the reference build, whose line the template reads from `op`). `arguments`
+    holds each method's `arg_text`, in order.
 
     Tuples the template's loop unpacks, for the reason `method_rows` gives."""
     return [
-        (op, op.name, args, op.call_args if op.structured else "")
+        (op, op.name, args, op.row if op.structured else "")
         for op, args in zip(gen.operations, arguments, strict=True)
     ]
 

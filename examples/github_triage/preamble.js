@@ -2,57 +2,76 @@
 ;(function () {
   const h = globalThis["gh"];
   if (!h) return;
-  h["issues_list_for_repo"] = (owner, repo, options) => h.call({method: "GET", route: "/repos/*/*/issues", query: ["milestone", "state", "assignee", "type", "creator", "mentioned", "issue_field_values", "labels", "sort", "direction", "since", "per_page", "page"]}, [owner, repo], undefined, options);
-  h["issues_create"] = (owner, repo, body) => h.call({method: "POST", route: "/repos/*/*/issues"}, [owner, repo], body);
-  h["issues_list_comments_for_repo"] = (owner, repo, options) => h.call({method: "GET", route: "/repos/*/*/issues/comments", query: ["sort", "direction", "since", "per_page", "page"]}, [owner, repo], undefined, options);
-  h["issues_get_comment"] = (owner, repo, comment_id) => h.call({method: "GET", route: "/repos/*/*/issues/comments/*"}, [owner, repo, comment_id]);
-  h["issues_delete_comment"] = (owner, repo, comment_id) => h.call({method: "DELETE", route: "/repos/*/*/issues/comments/*"}, [owner, repo, comment_id]);
-  h["issues_update_comment"] = (owner, repo, comment_id, body) => h.call({method: "PATCH", route: "/repos/*/*/issues/comments/*"}, [owner, repo, comment_id], body);
-  h["issues_pin_comment"] = (owner, repo, comment_id) => h.call({method: "PUT", route: "/repos/*/*/issues/comments/*/pin"}, [owner, repo, comment_id]);
-  h["issues_unpin_comment"] = (owner, repo, comment_id) => h.call({method: "DELETE", route: "/repos/*/*/issues/comments/*/pin"}, [owner, repo, comment_id]);
-  h["reactions_list_for_issue_comment"] = (owner, repo, comment_id, options) => h.call({method: "GET", route: "/repos/*/*/issues/comments/*/reactions", query: ["content", "per_page", "page"]}, [owner, repo, comment_id], undefined, options);
-  h["reactions_create_for_issue_comment"] = (owner, repo, comment_id, body) => h.call({method: "POST", route: "/repos/*/*/issues/comments/*/reactions"}, [owner, repo, comment_id], body);
-  h["reactions_delete_for_issue_comment"] = (owner, repo, comment_id, reaction_id) => h.call({method: "DELETE", route: "/repos/*/*/issues/comments/*/reactions/*"}, [owner, repo, comment_id, reaction_id]);
-  h["issues_list_events_for_repo"] = (owner, repo, options) => h.call({method: "GET", route: "/repos/*/*/issues/events", query: ["per_page", "page"]}, [owner, repo], undefined, options);
-  h["issues_get_event"] = (owner, repo, event_id) => h.call({method: "GET", route: "/repos/*/*/issues/events/*"}, [owner, repo, event_id]);
-  h["issues_get"] = (owner, repo, issue_number) => h.call({method: "GET", route: "/repos/*/*/issues/*"}, [owner, repo, issue_number]);
-  h["issues_update"] = (owner, repo, issue_number, body) => h.call({method: "PATCH", route: "/repos/*/*/issues/*"}, [owner, repo, issue_number], body);
-  h["issues_add_assignees"] = (owner, repo, issue_number, body) => h.call({method: "POST", route: "/repos/*/*/issues/*/assignees"}, [owner, repo, issue_number], body);
-  h["issues_remove_assignees"] = (owner, repo, issue_number, body) => h.call({method: "DELETE", route: "/repos/*/*/issues/*/assignees"}, [owner, repo, issue_number], body);
-  h["issues_check_user_can_be_assigned_to_issue"] = (owner, repo, issue_number, assignee) => h.call({method: "GET", route: "/repos/*/*/issues/*/assignees/*"}, [owner, repo, issue_number, assignee]);
-  h["issues_list_comments"] = (owner, repo, issue_number, options) => h.call({method: "GET", route: "/repos/*/*/issues/*/comments", query: ["since", "per_page", "page"]}, [owner, repo, issue_number], undefined, options);
-  h["issues_create_comment"] = (owner, repo, issue_number, body) => h.call({method: "POST", route: "/repos/*/*/issues/*/comments"}, [owner, repo, issue_number], body);
-  h["issues_list_dependencies_blocked_by"] = (owner, repo, issue_number, options) => h.call({method: "GET", route: "/repos/*/*/issues/*/dependencies/blocked_by", query: ["per_page", "page"]}, [owner, repo, issue_number], undefined, options);
-  h["issues_add_blocked_by_dependency"] = (owner, repo, issue_number, body) => h.call({method: "POST", route: "/repos/*/*/issues/*/dependencies/blocked_by"}, [owner, repo, issue_number], body);
-  h["issues_remove_dependency_blocked_by"] = (owner, repo, issue_number, issue_id) => h.call({method: "DELETE", route: "/repos/*/*/issues/*/dependencies/blocked_by/*"}, [owner, repo, issue_number, issue_id]);
-  h["issues_list_dependencies_blocking"] = (owner, repo, issue_number, options) => h.call({method: "GET", route: "/repos/*/*/issues/*/dependencies/blocking", query: ["per_page", "page"]}, [owner, repo, issue_number], undefined, options);
-  h["issues_list_events"] = (owner, repo, issue_number, options) => h.call({method: "GET", route: "/repos/*/*/issues/*/events", query: ["per_page", "page"]}, [owner, repo, issue_number], undefined, options);
-  h["issues_list_issue_field_values_for_issue"] = (owner, repo, issue_number, options) => h.call({method: "GET", route: "/repos/*/*/issues/*/issue-field-values", query: ["per_page", "page"]}, [owner, repo, issue_number], undefined, options);
-  h["issues_set_issue_field_values"] = (owner, repo, issue_number, body) => h.call({method: "PUT", route: "/repos/*/*/issues/*/issue-field-values"}, [owner, repo, issue_number], body);
-  h["issues_add_issue_field_values"] = (owner, repo, issue_number, body) => h.call({method: "POST", route: "/repos/*/*/issues/*/issue-field-values"}, [owner, repo, issue_number], body);
-  h["issues_delete_issue_field_value"] = (owner, repo, issue_number, issue_field_id) => h.call({method: "DELETE", route: "/repos/*/*/issues/*/issue-field-values/*"}, [owner, repo, issue_number, issue_field_id]);
-  h["issues_list_labels_on_issue"] = (owner, repo, issue_number, options) => h.call({method: "GET", route: "/repos/*/*/issues/*/labels", query: ["per_page", "page"]}, [owner, repo, issue_number], undefined, options);
-  h["issues_set_labels"] = (owner, repo, issue_number, body) => h.call({method: "PUT", route: "/repos/*/*/issues/*/labels"}, [owner, repo, issue_number], body);
-  h["issues_add_labels"] = (owner, repo, issue_number, body) => h.call({method: "POST", route: "/repos/*/*/issues/*/labels"}, [owner, repo, issue_number], body);
-  h["issues_remove_all_labels"] = (owner, repo, issue_number) => h.call({method: "DELETE", route: "/repos/*/*/issues/*/labels"}, [owner, repo, issue_number]);
-  h["issues_remove_label"] = (owner, repo, issue_number, name) => h.call({method: "DELETE", route: "/repos/*/*/issues/*/labels/*"}, [owner, repo, issue_number, name]);
-  h["issues_lock"] = (owner, repo, issue_number, body) => h.call({method: "PUT", route: "/repos/*/*/issues/*/lock"}, [owner, repo, issue_number], body);
-  h["issues_unlock"] = (owner, repo, issue_number) => h.call({method: "DELETE", route: "/repos/*/*/issues/*/lock"}, [owner, repo, issue_number]);
-  h["issues_get_parent"] = (owner, repo, issue_number) => h.call({method: "GET", route: "/repos/*/*/issues/*/parent"}, [owner, repo, issue_number]);
-  h["reactions_list_for_issue"] = (owner, repo, issue_number, options) => h.call({method: "GET", route: "/repos/*/*/issues/*/reactions", query: ["content", "per_page", "page"]}, [owner, repo, issue_number], undefined, options);
-  h["reactions_create_for_issue"] = (owner, repo, issue_number, body) => h.call({method: "POST", route: "/repos/*/*/issues/*/reactions"}, [owner, repo, issue_number], body);
-  h["reactions_delete_for_issue"] = (owner, repo, issue_number, reaction_id) => h.call({method: "DELETE", route: "/repos/*/*/issues/*/reactions/*"}, [owner, repo, issue_number, reaction_id]);
-  h["issues_remove_sub_issue"] = (owner, repo, issue_number, body) => h.call({method: "DELETE", route: "/repos/*/*/issues/*/sub_issue"}, [owner, repo, issue_number], body);
-  h["issues_list_sub_issues"] = (owner, repo, issue_number, options) => h.call({method: "GET", route: "/repos/*/*/issues/*/sub_issues", query: ["per_page", "page"]}, [owner, repo, issue_number], undefined, options);
-  h["issues_add_sub_issue"] = (owner, repo, issue_number, body) => h.call({method: "POST", route: "/repos/*/*/issues/*/sub_issues"}, [owner, repo, issue_number], body);
-  h["issues_reprioritize_sub_issue"] = (owner, repo, issue_number, body) => h.call({method: "PATCH", route: "/repos/*/*/issues/*/sub_issues/priority"}, [owner, repo, issue_number], body);
-  h["issues_list_suggestions"] = (owner, repo, issue_number, options) => h.call({method: "GET", route: "/repos/*/*/issues/*/suggestions", query: ["state", "action", "per_page", "page"]}, [owner, repo, issue_number], undefined, options);
-  h["issues_approve_suggestion"] = (owner, repo, issue_number, suggestion_id) => h.call({method: "POST", route: "/repos/*/*/issues/*/suggestions/*/approve"}, [owner, repo, issue_number, suggestion_id]);
-  h["issues_dismiss_suggestion"] = (owner, repo, issue_number, suggestion_id) => h.call({method: "POST", route: "/repos/*/*/issues/*/suggestions/*/dismiss"}, [owner, repo, issue_number, suggestion_id]);
-  h["issues_list_events_for_timeline"] = (owner, repo, issue_number, options) => h.call({method: "GET", route: "/repos/*/*/issues/*/timeline", query: ["per_page", "page", "exclude"]}, [owner, repo, issue_number], undefined, options);
-  h["issues_list_labels_for_repo"] = (owner, repo, options) => h.call({method: "GET", route: "/repos/*/*/labels", query: ["per_page", "page"]}, [owner, repo], undefined, options);
-  h["issues_create_label"] = (owner, repo, body) => h.call({method: "POST", route: "/repos/*/*/labels"}, [owner, repo], body);
-  h["issues_get_label"] = (owner, repo, name) => h.call({method: "GET", route: "/repos/*/*/labels/*"}, [owner, repo, name]);
-  h["issues_delete_label"] = (owner, repo, name) => h.call({method: "DELETE", route: "/repos/*/*/labels/*"}, [owner, repo, name]);
-  h["issues_update_label"] = (owner, repo, name, body) => h.call({method: "PATCH", route: "/repos/*/*/labels/*"}, [owner, repo, name], body);
+  // [name, what it hands h.call, path arguments, 1 if a body follows them + 2 if options come last]
+  const rows = [
+    ["issues_list_for_repo", {method: "GET", route: "/repos/*/*/issues", query: ["milestone", "state", "assignee", "type", "creator", "mentioned", "issue_field_values", "labels", "sort", "direction", "since", "per_page", "page"]}, 2, 2],
+    ["issues_create", {method: "POST", route: "/repos/*/*/issues"}, 2, 1],
+    ["issues_list_comments_for_repo", {method: "GET", route: "/repos/*/*/issues/comments", query: ["sort", "direction", "since", "per_page", "page"]}, 2, 2],
+    ["issues_get_comment", {method: "GET", route: "/repos/*/*/issues/comments/*"}, 3, 0],
+    ["issues_delete_comment", {method: "DELETE", route: "/repos/*/*/issues/comments/*"}, 3, 0],
+    ["issues_update_comment", {method: "PATCH", route: "/repos/*/*/issues/comments/*"}, 3, 1],
+    ["issues_pin_comment", {method: "PUT", route: "/repos/*/*/issues/comments/*/pin"}, 3, 0],
+    ["issues_unpin_comment", {method: "DELETE", route: "/repos/*/*/issues/comments/*/pin"}, 3, 0],
+    ["reactions_list_for_issue_comment", {method: "GET", route: "/repos/*/*/issues/comments/*/reactions", query: ["content", "per_page", "page"]}, 3, 2],
+    ["reactions_create_for_issue_comment", {method: "POST", route: "/repos/*/*/issues/comments/*/reactions"}, 3, 1],
+    ["reactions_delete_for_issue_comment", {method: "DELETE", route: "/repos/*/*/issues/comments/*/reactions/*"}, 4, 0],
+    ["issues_list_events_for_repo", {method: "GET", route: "/repos/*/*/issues/events", query: ["per_page", "page"]}, 2, 2],
+    ["issues_get_event", {method: "GET", route: "/repos/*/*/issues/events/*"}, 3, 0],
+    ["issues_get", {method: "GET", route: "/repos/*/*/issues/*"}, 3, 0],
+    ["issues_update", {method: "PATCH", route: "/repos/*/*/issues/*"}, 3, 1],
+    ["issues_add_assignees", {method: "POST", route: "/repos/*/*/issues/*/assignees"}, 3, 1],
+    ["issues_remove_assignees", {method: "DELETE", route: "/repos/*/*/issues/*/assignees"}, 3, 1],
+    ["issues_check_user_can_be_assigned_to_issue", {method: "GET", route: "/repos/*/*/issues/*/assignees/*"}, 4, 0],
+    ["issues_list_comments", {method: "GET", route: "/repos/*/*/issues/*/comments", query: ["since", "per_page", "page"]}, 3, 2],
+    ["issues_create_comment", {method: "POST", route: "/repos/*/*/issues/*/comments"}, 3, 1],
+    ["issues_list_dependencies_blocked_by", {method: "GET", route: "/repos/*/*/issues/*/dependencies/blocked_by", query: ["per_page", "page"]}, 3, 2],
+    ["issues_add_blocked_by_dependency", {method: "POST", route: "/repos/*/*/issues/*/dependencies/blocked_by"}, 3, 1],
+    ["issues_remove_dependency_blocked_by", {method: "DELETE", route: "/repos/*/*/issues/*/dependencies/blocked_by/*"}, 4, 0],
+    ["issues_list_dependencies_blocking", {method: "GET", route: "/repos/*/*/issues/*/dependencies/blocking", query: ["per_page", "page"]}, 3, 2],
+    ["issues_list_events", {method: "GET", route: "/repos/*/*/issues/*/events", query: ["per_page", "page"]}, 3, 2],
+    ["issues_list_issue_field_values_for_issue", {method: "GET", route: "/repos/*/*/issues/*/issue-field-values", query: ["per_page", "page"]}, 3, 2],
+    ["issues_set_issue_field_values", {method: "PUT", route: "/repos/*/*/issues/*/issue-field-values"}, 3, 1],
+    ["issues_add_issue_field_values", {method: "POST", route: "/repos/*/*/issues/*/issue-field-values"}, 3, 1],
+    ["issues_delete_issue_field_value", {method: "DELETE", route: "/repos/*/*/issues/*/issue-field-values/*"}, 4, 0],
+    ["issues_list_labels_on_issue", {method: "GET", route: "/repos/*/*/issues/*/labels", query: ["per_page", "page"]}, 3, 2],
+    ["issues_set_labels", {method: "PUT", route: "/repos/*/*/issues/*/labels"}, 3, 1],
+    ["issues_add_labels", {method: "POST", route: "/repos/*/*/issues/*/labels"}, 3, 1],
+    ["issues_remove_all_labels", {method: "DELETE", route: "/repos/*/*/issues/*/labels"}, 3, 0],
+    ["issues_remove_label", {method: "DELETE", route: "/repos/*/*/issues/*/labels/*"}, 4, 0],
+    ["issues_lock", {method: "PUT", route: "/repos/*/*/issues/*/lock"}, 3, 1],
+    ["issues_unlock", {method: "DELETE", route: "/repos/*/*/issues/*/lock"}, 3, 0],
+    ["issues_get_parent", {method: "GET", route: "/repos/*/*/issues/*/parent"}, 3, 0],
+    ["reactions_list_for_issue", {method: "GET", route: "/repos/*/*/issues/*/reactions", query: ["content", "per_page", "page"]}, 3, 2],
+    ["reactions_create_for_issue", {method: "POST", route: "/repos/*/*/issues/*/reactions"}, 3, 1],
+    ["reactions_delete_for_issue", {method: "DELETE", route: "/repos/*/*/issues/*/reactions/*"}, 4, 0],
+    ["issues_remove_sub_issue", {method: "DELETE", route: "/repos/*/*/issues/*/sub_issue"}, 3, 1],
+    ["issues_list_sub_issues", {method: "GET", route: "/repos/*/*/issues/*/sub_issues", query: ["per_page", "page"]}, 3, 2],
+    ["issues_add_sub_issue", {method: "POST", route: "/repos/*/*/issues/*/sub_issues"}, 3, 1],
+    ["issues_reprioritize_sub_issue", {method: "PATCH", route: "/repos/*/*/issues/*/sub_issues/priority"}, 3, 1],
+    ["issues_list_suggestions", {method: "GET", route: "/repos/*/*/issues/*/suggestions", query: ["state", "action", "per_page", "page"]}, 3, 2],
+    ["issues_approve_suggestion", {method: "POST", route: "/repos/*/*/issues/*/suggestions/*/approve"}, 4, 0],
+    ["issues_dismiss_suggestion", {method: "POST", route: "/repos/*/*/issues/*/suggestions/*/dismiss"}, 4, 0],
+    ["issues_list_events_for_timeline", {method: "GET", route: "/repos/*/*/issues/*/timeline", query: ["per_page", "page", "exclude"]}, 3, 2],
+    ["issues_list_labels_for_repo", {method: "GET", route: "/repos/*/*/labels", query: ["per_page", "page"]}, 2, 2],
+    ["issues_create_label", {method: "POST", route: "/repos/*/*/labels"}, 2, 1],
+    ["issues_get_label", {method: "GET", route: "/repos/*/*/labels/*"}, 3, 0],
+    ["issues_delete_label", {method: "DELETE", route: "/repos/*/*/labels/*"}, 3, 0],
+    ["issues_update_label", {method: "PATCH", route: "/repos/*/*/labels/*"}, 3, 1],
+  ];
+  // Every method: its path arguments, exactly as many as its route has (one left out is
+  // undefined, which h.call refuses), then its body and its options where its row says.
+  // Its `length` counts them all, as a function declaring them would. No ampersand or
+  // less-than sign in this code, as in every row (its strings escape both): the body
+  // of the file stays safe to inline in an HTML page.
+  const method = (spec, paths, shape) => {
+    const body = shape % 2, options = shape >= 2 ? 1 : 0;
+    const f = (...args) => {
+      const values = args.slice(0, paths);
+      while (paths > values.length) values.push(undefined);
+      return h.call(spec, values, body ? args[paths] : undefined, options ? args[paths + body] : undefined);
+    };
+    Object.defineProperty(f, "length", { value: paths + body + options });
+    return f;
+  };
+  for (const row of rows) h[row[0]] = method(row[1], row[2], row[3]);
 })();

@@ -2,59 +2,78 @@
 ;(function () {
   const h = globalThis["mem0"];
   if (!h) return;
-  h["organizations_read"] = () => h.call({method: "GET", route: "/api/v1/orgs/organizations/"});
-  h["create_organization"] = (body) => h.call({method: "POST", route: "/api/v1/orgs/organizations/"}, [], body);
-  h["get_organization"] = (org_id) => h.call({method: "GET", route: "/api/v1/orgs/organizations/*/"}, [org_id]);
-  h["delete_organization"] = (org_id) => h.call({method: "DELETE", route: "/api/v1/orgs/organizations/*/"}, [org_id]);
-  h["get_organization_members"] = (org_id) => h.call({method: "GET", route: "/api/v1/orgs/organizations/*/members/"}, [org_id]);
-  h["update_organization_member_role"] = (org_id, body) => h.call({method: "PUT", route: "/api/v1/orgs/organizations/*/members/"}, [org_id], body);
-  h["add_organization_member"] = (org_id, body) => h.call({method: "POST", route: "/api/v1/orgs/organizations/*/members/"}, [org_id], body);
-  h["remove_organization_member"] = (org_id, body) => h.call({method: "DELETE", route: "/api/v1/orgs/organizations/*/members/"}, [org_id], body);
-  h["get_projects"] = (org_id) => h.call({method: "GET", route: "/api/v1/orgs/organizations/*/projects/"}, [org_id]);
-  h["create_project"] = (org_id, body) => h.call({method: "POST", route: "/api/v1/orgs/organizations/*/projects/"}, [org_id], body);
-  h["get_project"] = (org_id, project_id) => h.call({method: "GET", route: "/api/v1/orgs/organizations/*/projects/*/"}, [org_id, project_id]);
-  h["delete_project"] = (org_id, project_id) => h.call({method: "DELETE", route: "/api/v1/orgs/organizations/*/projects/*/"}, [org_id, project_id]);
-  h["update_project"] = (org_id, project_id, body) => h.call({method: "PATCH", route: "/api/v1/orgs/organizations/*/projects/*/"}, [org_id, project_id], body);
-  h["get_project_members"] = (org_id, project_id) => h.call({method: "GET", route: "/api/v1/orgs/organizations/*/projects/*/members/"}, [org_id, project_id]);
-  h["update_project_member"] = (org_id, project_id, body) => h.call({method: "PUT", route: "/api/v1/orgs/organizations/*/projects/*/members/"}, [org_id, project_id], body);
-  h["add_project_member"] = (org_id, project_id, body) => h.call({method: "POST", route: "/api/v1/orgs/organizations/*/projects/*/members/"}, [org_id, project_id], body);
-  h["deleteProjectMember"] = (org_id, project_id, options) => h.call({method: "DELETE", route: "/api/v1/orgs/organizations/*/projects/*/members/", query: ["email"]}, [org_id, project_id], undefined, options);
-  h["get_project_webhooks"] = (project_id) => h.call({method: "GET", route: "/api/v1/webhooks/projects/*/"}, [project_id]);
-  h["create_webhook"] = (project_id, body) => h.call({method: "POST", route: "/api/v1/webhooks/projects/*/"}, [project_id], body);
-  h["update_webhook"] = (webhook_id, body) => h.call({method: "PUT", route: "/api/v1/webhooks/*/"}, [webhook_id], body);
-  h["delete_webhook"] = (webhook_id) => h.call({method: "DELETE", route: "/api/v1/webhooks/*/"}, [webhook_id]);
-  h["agents_create"] = (body) => h.call({method: "POST", route: "/v1/agents/"}, [], body);
-  h["apps_create"] = (body) => h.call({method: "POST", route: "/v1/apps/"}, [], body);
-  h["memories_batch_update"] = (body) => h.call({method: "PUT", route: "/v1/batch/"}, [], body);
-  h["memories_batch_delete"] = (body) => h.call({method: "DELETE", route: "/v1/batch/"}, [], body);
-  h["entities_list"] = (options) => h.call({method: "GET", route: "/v1/entities/", query: ["org_id", "project_id"]}, [], undefined, options);
-  h["entities_filters_list"] = () => h.call({method: "GET", route: "/v1/entities/filters/"});
-  h["entities_delete_v1"] = (entity_type, entity_id) => h.call({method: "DELETE", route: "/v1/entities/*/*/"}, [entity_type, entity_id]);
-  h["event_read"] = (event_id) => h.call({method: "GET", route: "/v1/event/*/"}, [event_id]);
-  h["events_list"] = () => h.call({method: "GET", route: "/v1/events/"});
-  h["exports_create"] = (body) => h.call({method: "POST", route: "/v1/exports/"}, [], body);
-  h["exports_list"] = (body) => h.call({method: "POST", route: "/v1/exports/get/"}, [], body);
-  h["submit_feedback"] = (body) => h.call({method: "POST", route: "/v1/feedback/"}, [], body);
-  h["memories_list"] = (options) => h.call({method: "GET", route: "/v1/memories/", query: ["user_id", "agent_id", "app_id", "run_id", "metadata", "categories", "org_id", "project_id", "fields", "keywords", "page", "page_size", "limit", "start_date", "end_date"]}, [], undefined, options);
-  h["memories_create"] = (body) => h.call({method: "POST", route: "/v1/memories/"}, [], body);
-  h["memories_delete_all"] = (options) => h.call({method: "DELETE", route: "/v1/memories/", query: ["user_id", "agent_id", "app_id", "run_id", "metadata", "org_id", "project_id"]}, [], undefined, options);
-  h["memories_events_list"] = (options) => h.call({method: "GET", route: "/v1/memories/events/", query: ["page", "limit"]}, [], undefined, options);
-  h["memories_search_create"] = (body) => h.call({method: "POST", route: "/v1/memories/search/"}, [], body);
-  h["memories_entity_read"] = (entity_type, entity_id, options) => h.call({method: "GET", route: "/v1/memories/*/*/", query: ["page"]}, [entity_type, entity_id], undefined, options);
-  h["memories_read"] = (memory_id) => h.call({method: "GET", route: "/v1/memories/*/"}, [memory_id]);
-  h["memories_update"] = (memory_id, body) => h.call({method: "PUT", route: "/v1/memories/*/"}, [memory_id], body);
-  h["memories_delete"] = (memory_id, options) => h.call({method: "DELETE", route: "/v1/memories/*/", query: ["delete_linked"]}, [memory_id], undefined, options);
-  h["memories_history_list"] = (memory_id) => h.call({method: "GET", route: "/v1/memories/*/history/"}, [memory_id]);
-  h["ping_read"] = () => h.call({method: "GET", route: "/v1/ping/"});
-  h["runs_create"] = (body) => h.call({method: "POST", route: "/v1/runs/"}, [], body);
-  h["stats_list"] = () => h.call({method: "GET", route: "/v1/stats/"});
-  h["summary_create"] = (body) => h.call({method: "POST", route: "/v1/summary/"}, [], body);
-  h["users_create"] = (body) => h.call({method: "POST", route: "/v1/users/"}, [], body);
-  h["entities_read"] = (entity_type, entity_id) => h.call({method: "GET", route: "/v2/entities/*/*/"}, [entity_type, entity_id]);
-  h["entities_delete"] = (entity_type, entity_id) => h.call({method: "DELETE", route: "/v2/entities/*/*/"}, [entity_type, entity_id]);
-  h["memories_list_v2"] = (body) => h.call({method: "POST", route: "/v2/memories/"}, [], body);
-  h["memories_search_v2"] = (body) => h.call({method: "POST", route: "/v2/memories/search/"}, [], body);
-  h["memories_list_v3"] = (body, options) => h.call({method: "POST", route: "/v3/memories/", query: ["page", "page_size"]}, [], body, options);
-  h["memories_add_v3"] = (body) => h.call({method: "POST", route: "/v3/memories/add/"}, [], body);
-  h["memories_search_v3"] = (body) => h.call({method: "POST", route: "/v3/memories/search/"}, [], body);
+  // [name, what it hands h.call, path arguments, 1 if a body follows them + 2 if options come last]
+  const rows = [
+    ["organizations_read", {method: "GET", route: "/api/v1/orgs/organizations/"}, 0, 0],
+    ["create_organization", {method: "POST", route: "/api/v1/orgs/organizations/"}, 0, 1],
+    ["get_organization", {method: "GET", route: "/api/v1/orgs/organizations/*/"}, 1, 0],
+    ["delete_organization", {method: "DELETE", route: "/api/v1/orgs/organizations/*/"}, 1, 0],
+    ["get_organization_members", {method: "GET", route: "/api/v1/orgs/organizations/*/members/"}, 1, 0],
+    ["update_organization_member_role", {method: "PUT", route: "/api/v1/orgs/organizations/*/members/"}, 1, 1],
+    ["add_organization_member", {method: "POST", route: "/api/v1/orgs/organizations/*/members/"}, 1, 1],
+    ["remove_organization_member", {method: "DELETE", route: "/api/v1/orgs/organizations/*/members/"}, 1, 1],
+    ["get_projects", {method: "GET", route: "/api/v1/orgs/organizations/*/projects/"}, 1, 0],
+    ["create_project", {method: "POST", route: "/api/v1/orgs/organizations/*/projects/"}, 1, 1],
+    ["get_project", {method: "GET", route: "/api/v1/orgs/organizations/*/projects/*/"}, 2, 0],
+    ["delete_project", {method: "DELETE", route: "/api/v1/orgs/organizations/*/projects/*/"}, 2, 0],
+    ["update_project", {method: "PATCH", route: "/api/v1/orgs/organizations/*/projects/*/"}, 2, 1],
+    ["get_project_members", {method: "GET", route: "/api/v1/orgs/organizations/*/projects/*/members/"}, 2, 0],
+    ["update_project_member", {method: "PUT", route: "/api/v1/orgs/organizations/*/projects/*/members/"}, 2, 1],
+    ["add_project_member", {method: "POST", route: "/api/v1/orgs/organizations/*/projects/*/members/"}, 2, 1],
+    ["deleteProjectMember", {method: "DELETE", route: "/api/v1/orgs/organizations/*/projects/*/members/", query: ["email"]}, 2, 2],
+    ["get_project_webhooks", {method: "GET", route: "/api/v1/webhooks/projects/*/"}, 1, 0],
+    ["create_webhook", {method: "POST", route: "/api/v1/webhooks/projects/*/"}, 1, 1],
+    ["update_webhook", {method: "PUT", route: "/api/v1/webhooks/*/"}, 1, 1],
+    ["delete_webhook", {method: "DELETE", route: "/api/v1/webhooks/*/"}, 1, 0],
+    ["agents_create", {method: "POST", route: "/v1/agents/"}, 0, 1],
+    ["apps_create", {method: "POST", route: "/v1/apps/"}, 0, 1],
+    ["memories_batch_update", {method: "PUT", route: "/v1/batch/"}, 0, 1],
+    ["memories_batch_delete", {method: "DELETE", route: "/v1/batch/"}, 0, 1],
+    ["entities_list", {method: "GET", route: "/v1/entities/", query: ["org_id", "project_id"]}, 0, 2],
+    ["entities_filters_list", {method: "GET", route: "/v1/entities/filters/"}, 0, 0],
+    ["entities_delete_v1", {method: "DELETE", route: "/v1/entities/*/*/"}, 2, 0],
+    ["event_read", {method: "GET", route: "/v1/event/*/"}, 1, 0],
+    ["events_list", {method: "GET", route: "/v1/events/"}, 0, 0],
+    ["exports_create", {method: "POST", route: "/v1/exports/"}, 0, 1],
+    ["exports_list", {method: "POST", route: "/v1/exports/get/"}, 0, 1],
+    ["submit_feedback", {method: "POST", route: "/v1/feedback/"}, 0, 1],
+    ["memories_list", {method: "GET", route: "/v1/memories/", query: ["user_id", "agent_id", "app_id", "run_id", "metadata", "categories", "org_id", "project_id", "fields", "keywords", "page", "page_size", "limit", "start_date", "end_date"]}, 0, 2],
+    ["memories_create", {method: "POST", route: "/v1/memories/"}, 0, 1],
+    ["memories_delete_all", {method: "DELETE", route: "/v1/memories/", query: ["user_id", "agent_id", "app_id", "run_id", "metadata", "org_id", "project_id"]}, 0, 2],
+    ["memories_events_list", {method: "GET", route: "/v1/memories/events/", query: ["page", "limit"]}, 0, 2],
+    ["memories_search_create", {method: "POST", route: "/v1/memories/search/"}, 0, 1],
+    ["memories_entity_read", {method: "GET", route: "/v1/memories/*/*/", query: ["page"]}, 2, 2],
+    ["memories_read", {method: "GET", route: "/v1/memories/*/"}, 1, 0],
+    ["memories_update", {method: "PUT", route: "/v1/memories/*/"}, 1, 1],
+    ["memories_delete", {method: "DELETE", route: "/v1/memories/*/", query: ["delete_linked"]}, 1, 2],
+    ["memories_history_list", {method: "GET", route: "/v1/memories/*/history/"}, 1, 0],
+    ["ping_read", {method: "GET", route: "/v1/ping/"}, 0, 0],
+    ["runs_create", {method: "POST", route: "/v1/runs/"}, 0, 1],
+    ["stats_list", {method: "GET", route: "/v1/stats/"}, 0, 0],
+    ["summary_create", {method: "POST", route: "/v1/summary/"}, 0, 1],
+    ["users_create", {method: "POST", route: "/v1/users/"}, 0, 1],
+    ["entities_read", {method: "GET", route: "/v2/entities/*/*/"}, 2, 0],
+    ["entities_delete", {method: "DELETE", route: "/v2/entities/*/*/"}, 2, 0],
+    ["memories_list_v2", {method: "POST", route: "/v2/memories/"}, 0, 1],
+    ["memories_search_v2", {method: "POST", route: "/v2/memories/search/"}, 0, 1],
+    ["memories_list_v3", {method: "POST", route: "/v3/memories/", query: ["page", "page_size"]}, 0, 3],
+    ["memories_add_v3", {method: "POST", route: "/v3/memories/add/"}, 0, 1],
+    ["memories_search_v3", {method: "POST", route: "/v3/memories/search/"}, 0, 1],
+  ];
+  // Every method: its path arguments, exactly as many as its route has (one left out is
+  // undefined, which h.call refuses), then its body and its options where its row says.
+  // Its `length` counts them all, as a function declaring them would. No ampersand or
+  // less-than sign in this code, as in every row (its strings escape both): the body
+  // of the file stays safe to inline in an HTML page.
+  const method = (spec, paths, shape) => {
+    const body = shape % 2, options = shape >= 2 ? 1 : 0;
+    const f = (...args) => {
+      const values = args.slice(0, paths);
+      while (paths > values.length) values.push(undefined);
+      return h.call(spec, values, body ? args[paths] : undefined, options ? args[paths + body] : undefined);
+    };
+    Object.defineProperty(f, "length", { value: paths + body + options });
+    return f;
+  };
+  for (const row of rows) h[row[0]] = method(row[1], row[2], row[3]);
 })();

@@ -2,18 +2,37 @@
 ;(function () {
   const h = globalThis["memory"];
   if (!h) return;
-  h["agent_memory_namespace_list"] = (account_id, options) => h.call({method: "GET", route: "/client/v4/accounts/*/agent-memory/namespaces", query: ["per_page", "order", "direction", "cursor"]}, [account_id], undefined, options);
-  h["agent_memory_namespace_create"] = (account_id, body) => h.call({method: "POST", route: "/client/v4/accounts/*/agent-memory/namespaces"}, [account_id], body);
-  h["agent_memory_namespace_get"] = (account_id, namespace_name) => h.call({method: "GET", route: "/client/v4/accounts/*/agent-memory/namespaces/*"}, [account_id, namespace_name]);
-  h["agent_memory_namespace_delete"] = (account_id, namespace_name) => h.call({method: "DELETE", route: "/client/v4/accounts/*/agent-memory/namespaces/*"}, [account_id, namespace_name]);
-  h["agent_memory_profile_list"] = (account_id, namespace_name, options) => h.call({method: "GET", route: "/client/v4/accounts/*/agent-memory/namespaces/*/profiles", query: ["per_page", "cursor"]}, [account_id, namespace_name], undefined, options);
-  h["agent_memory_profile_delete"] = (account_id, namespace_name, profile_name) => h.call({method: "DELETE", route: "/client/v4/accounts/*/agent-memory/namespaces/*/profiles/*"}, [account_id, namespace_name, profile_name]);
-  h["agent_memory_ingest"] = (account_id, namespace_name, profile_name, body) => h.call({method: "POST", route: "/client/v4/accounts/*/agent-memory/namespaces/*/profiles/*/ingest"}, [account_id, namespace_name, profile_name], body);
-  h["agent_memory_memory_list"] = (account_id, namespace_name, profile_name, options) => h.call({method: "GET", route: "/client/v4/accounts/*/agent-memory/namespaces/*/profiles/*/memories", query: ["per_page", "cursor", "session_id", "type"]}, [account_id, namespace_name, profile_name], undefined, options);
-  h["agent_memory_memory_get"] = (account_id, namespace_name, profile_name, memory_id) => h.call({method: "GET", route: "/client/v4/accounts/*/agent-memory/namespaces/*/profiles/*/memories/*"}, [account_id, namespace_name, profile_name, memory_id]);
-  h["agent_memory_memory_delete"] = (account_id, namespace_name, profile_name, memory_id) => h.call({method: "DELETE", route: "/client/v4/accounts/*/agent-memory/namespaces/*/profiles/*/memories/*"}, [account_id, namespace_name, profile_name, memory_id]);
-  h["agent_memory_recall"] = (account_id, namespace_name, profile_name, body) => h.call({method: "POST", route: "/client/v4/accounts/*/agent-memory/namespaces/*/profiles/*/recall"}, [account_id, namespace_name, profile_name], body);
-  h["agent_memory_remember"] = (account_id, namespace_name, profile_name, body) => h.call({method: "POST", route: "/client/v4/accounts/*/agent-memory/namespaces/*/profiles/*/remember"}, [account_id, namespace_name, profile_name], body);
-  h["agent_memory_session_delete"] = (account_id, namespace_name, profile_name, session_id) => h.call({method: "DELETE", route: "/client/v4/accounts/*/agent-memory/namespaces/*/profiles/*/sessions/*"}, [account_id, namespace_name, profile_name, session_id]);
-  h["agent_memory_summary"] = (account_id, namespace_name, profile_name, body) => h.call({method: "POST", route: "/client/v4/accounts/*/agent-memory/namespaces/*/profiles/*/summary"}, [account_id, namespace_name, profile_name], body);
+  // [name, what it hands h.call, path arguments, 1 if a body follows them + 2 if options come last]
+  const rows = [
+    ["agent_memory_namespace_list", {method: "GET", route: "/client/v4/accounts/*/agent-memory/namespaces", query: ["per_page", "order", "direction", "cursor"]}, 1, 2],
+    ["agent_memory_namespace_create", {method: "POST", route: "/client/v4/accounts/*/agent-memory/namespaces"}, 1, 1],
+    ["agent_memory_namespace_get", {method: "GET", route: "/client/v4/accounts/*/agent-memory/namespaces/*"}, 2, 0],
+    ["agent_memory_namespace_delete", {method: "DELETE", route: "/client/v4/accounts/*/agent-memory/namespaces/*"}, 2, 0],
+    ["agent_memory_profile_list", {method: "GET", route: "/client/v4/accounts/*/agent-memory/namespaces/*/profiles", query: ["per_page", "cursor"]}, 2, 2],
+    ["agent_memory_profile_delete", {method: "DELETE", route: "/client/v4/accounts/*/agent-memory/namespaces/*/profiles/*"}, 3, 0],
+    ["agent_memory_ingest", {method: "POST", route: "/client/v4/accounts/*/agent-memory/namespaces/*/profiles/*/ingest"}, 3, 1],
+    ["agent_memory_memory_list", {method: "GET", route: "/client/v4/accounts/*/agent-memory/namespaces/*/profiles/*/memories", query: ["per_page", "cursor", "session_id", "type"]}, 3, 2],
+    ["agent_memory_memory_get", {method: "GET", route: "/client/v4/accounts/*/agent-memory/namespaces/*/profiles/*/memories/*"}, 4, 0],
+    ["agent_memory_memory_delete", {method: "DELETE", route: "/client/v4/accounts/*/agent-memory/namespaces/*/profiles/*/memories/*"}, 4, 0],
+    ["agent_memory_recall", {method: "POST", route: "/client/v4/accounts/*/agent-memory/namespaces/*/profiles/*/recall"}, 3, 1],
+    ["agent_memory_remember", {method: "POST", route: "/client/v4/accounts/*/agent-memory/namespaces/*/profiles/*/remember"}, 3, 1],
+    ["agent_memory_session_delete", {method: "DELETE", route: "/client/v4/accounts/*/agent-memory/namespaces/*/profiles/*/sessions/*"}, 4, 0],
+    ["agent_memory_summary", {method: "POST", route: "/client/v4/accounts/*/agent-memory/namespaces/*/profiles/*/summary"}, 3, 1],
+  ];
+  // Every method: its path arguments, exactly as many as its route has (one left out is
+  // undefined, which h.call refuses), then its body and its options where its row says.
+  // Its `length` counts them all, as a function declaring them would. No ampersand or
+  // less-than sign in this code, as in every row (its strings escape both): the body
+  // of the file stays safe to inline in an HTML page.
+  const method = (spec, paths, shape) => {
+    const body = shape % 2, options = shape >= 2 ? 1 : 0;
+    const f = (...args) => {
+      const values = args.slice(0, paths);
+      while (paths > values.length) values.push(undefined);
+      return h.call(spec, values, body ? args[paths] : undefined, options ? args[paths + body] : undefined);
+    };
+    Object.defineProperty(f, "length", { value: paths + body + options });
+    return f;
+  };
+  for (const row of rows) h[row[0]] = method(row[1], row[2], row[3]);
 })();

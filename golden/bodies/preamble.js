@@ -2,18 +2,37 @@
 ;(function () {
   const h = globalThis["api"];
   if (!h) return;
-  h["upload_attachment"] = (body) => h.call({method: "POST", route: "/v1/attachments", type: "multipart/form-data"}, [], body);
-  h["download_blob"] = (digest) => h.call({method: "GET", route: "/v1/blobs/*"}, [digest]);
-  h["upload_blob"] = (digest, body) => h.call({method: "PUT", route: "/v1/blobs/*", type: "application/octet-stream"}, [digest], body);
-  h["put_config_yaml"] = (name, body) => h.call({method: "PUT", route: "/v1/configs/*", type: "application/x-yaml"}, [name], body);
-  h["merge_config"] = (name, body) => h.call({method: "PATCH", route: "/v1/configs/*", type: "application/merge-patch+json"}, [name], body);
-  h["create_document"] = (body) => h.call({method: "POST", route: "/v1/documents"}, [], body);
-  h["replace_feed"] = (feed, body) => h.call({method: "PUT", route: "/v1/feeds/*", type: "application/atom+xml"}, [feed], body);
-  h["import_invoice_xml"] = (body) => h.call({method: "POST", route: "/v1/invoices", type: "application/xml"}, [], body);
-  h["post_legacy_note"] = (body) => h.call({method: "POST", route: "/v1/legacy/notes", type: "text/json"}, [], body);
-  h["put_page_html"] = (page, body) => h.call({method: "PUT", route: "/v1/pages/*", type: "text/html"}, [page], body);
-  h["upload_photo"] = (body) => h.call({method: "POST", route: "/v1/photos", type: "application/octet-stream"}, [], body);
-  h["get_thumbnail"] = (id) => h.call({method: "GET", route: "/v1/photos/*/thumbnail"}, [id]);
-  h["export_reports_csv"] = () => h.call({method: "GET", route: "/v1/reports"});
-  h["upload_report_csv"] = (body) => h.call({method: "POST", route: "/v1/reports", type: "text/csv"}, [], body);
+  // [name, what it hands h.call, path arguments, 1 if a body follows them + 2 if options come last]
+  const rows = [
+    ["upload_attachment", {method: "POST", route: "/v1/attachments", type: "multipart/form-data"}, 0, 1],
+    ["download_blob", {method: "GET", route: "/v1/blobs/*"}, 1, 0],
+    ["upload_blob", {method: "PUT", route: "/v1/blobs/*", type: "application/octet-stream"}, 1, 1],
+    ["put_config_yaml", {method: "PUT", route: "/v1/configs/*", type: "application/x-yaml"}, 1, 1],
+    ["merge_config", {method: "PATCH", route: "/v1/configs/*", type: "application/merge-patch+json"}, 1, 1],
+    ["create_document", {method: "POST", route: "/v1/documents"}, 0, 1],
+    ["replace_feed", {method: "PUT", route: "/v1/feeds/*", type: "application/atom+xml"}, 1, 1],
+    ["import_invoice_xml", {method: "POST", route: "/v1/invoices", type: "application/xml"}, 0, 1],
+    ["post_legacy_note", {method: "POST", route: "/v1/legacy/notes", type: "text/json"}, 0, 1],
+    ["put_page_html", {method: "PUT", route: "/v1/pages/*", type: "text/html"}, 1, 1],
+    ["upload_photo", {method: "POST", route: "/v1/photos", type: "application/octet-stream"}, 0, 1],
+    ["get_thumbnail", {method: "GET", route: "/v1/photos/*/thumbnail"}, 1, 0],
+    ["export_reports_csv", {method: "GET", route: "/v1/reports"}, 0, 0],
+    ["upload_report_csv", {method: "POST", route: "/v1/reports", type: "text/csv"}, 0, 1],
+  ];
+  // Every method: its path arguments, exactly as many as its route has (one left out is
+  // undefined, which h.call refuses), then its body and its options where its row says.
+  // Its `length` counts them all, as a function declaring them would. No ampersand or
+  // less-than sign in this code, as in every row (its strings escape both): the body
+  // of the file stays safe to inline in an HTML page.
+  const method = (spec, paths, shape) => {
+    const body = shape % 2, options = shape >= 2 ? 1 : 0;
+    const f = (...args) => {
+      const values = args.slice(0, paths);
+      while (paths > values.length) values.push(undefined);
+      return h.call(spec, values, body ? args[paths] : undefined, options ? args[paths + body] : undefined);
+    };
+    Object.defineProperty(f, "length", { value: paths + body + options });
+    return f;
+  };
+  for (const row of rows) h[row[0]] = method(row[1], row[2], row[3]);
 })();

@@ -2,16 +2,35 @@
 ;(function () {
   const h = globalThis["home"];
   if (!h) return;
-  h["putDoc"] = (id, body) => h.call({method: "PUT", route: "/api/v2/docs/*"}, [id], body);
-  h["trigger"] = () => h.call({method: "POST", route: "/api/v2/events"});
-  h["feed"] = (options) => h.call({method: "GET", route: "/api/v2/feed", query: ["cursor"]}, [], undefined, options);
-  h["preflightFeed"] = () => h.call({method: "OPTIONS", route: "/api/v2/feed"});
-  h["getFile"] = (name) => h.call({method: "GET", route: "/api/v2/files/*.json"}, [name]);
-  h["get_item"] = (item_id) => h.call({method: "GET", route: "/api/v2/items/*"}, [item_id]);
-  h["legacyList"] = () => h.call({method: "GET", route: "/api/v2/legacy/"});
-  h["deleteNode"] = (default_) => h.call({method: "DELETE", route: "/api/v2/nodes/*"}, [default_]);
-  h["getPair"] = (a_b, a_b_) => h.call({method: "GET", route: "/api/v2/pairs/*/*"}, [a_b, a_b_]);
-  h["search"] = (options) => h.call({method: "GET", route: "/api/v2/search", query: ["q"]}, [], undefined, options);
-  h["get_stock"] = () => h.call({method: "GET", route: "/api/v2/stock"});
-  h["getThing"] = (h_) => h.call({method: "GET", route: "/api/v2/things/*"}, [h_]);
+  // [name, what it hands h.call, path arguments, 1 if a body follows them + 2 if options come last]
+  const rows = [
+    ["putDoc", {method: "PUT", route: "/api/v2/docs/*"}, 1, 1],
+    ["trigger", {method: "POST", route: "/api/v2/events"}, 0, 0],
+    ["feed", {method: "GET", route: "/api/v2/feed", query: ["cursor"]}, 0, 2],
+    ["preflightFeed", {method: "OPTIONS", route: "/api/v2/feed"}, 0, 0],
+    ["getFile", {method: "GET", route: "/api/v2/files/*.json"}, 1, 0],
+    ["get_item", {method: "GET", route: "/api/v2/items/*"}, 1, 0],
+    ["legacyList", {method: "GET", route: "/api/v2/legacy/"}, 0, 0],
+    ["deleteNode", {method: "DELETE", route: "/api/v2/nodes/*"}, 1, 0],
+    ["getPair", {method: "GET", route: "/api/v2/pairs/*/*"}, 2, 0],
+    ["search", {method: "GET", route: "/api/v2/search", query: ["q"]}, 0, 2],
+    ["get_stock", {method: "GET", route: "/api/v2/stock"}, 0, 0],
+    ["getThing", {method: "GET", route: "/api/v2/things/*"}, 1, 0],
+  ];
+  // Every method: its path arguments, exactly as many as its route has (one left out is
+  // undefined, which h.call refuses), then its body and its options where its row says.
+  // Its `length` counts them all, as a function declaring them would. No ampersand or
+  // less-than sign in this code, as in every row (its strings escape both): the body
+  // of the file stays safe to inline in an HTML page.
+  const method = (spec, paths, shape) => {
+    const body = shape % 2, options = shape >= 2 ? 1 : 0;
+    const f = (...args) => {
+      const values = args.slice(0, paths);
+      while (paths > values.length) values.push(undefined);
+      return h.call(spec, values, body ? args[paths] : undefined, options ? args[paths + body] : undefined);
+    };
+    Object.defineProperty(f, "length", { value: paths + body + options });
+    return f;
+  };
+  for (const row of rows) h[row[0]] = method(row[1], row[2], row[3]);
 })();
