@@ -43,6 +43,7 @@ from runtime.broker.calls import CallRefused
 from runtime.broker.credentials import credential_for
 from runtime.broker.grants import Profile
 from runtime.broker.policy import Plan, Policy
+from runtime.broker.slots import Slots
 from runtime.broker.trace import CallTrace, ProfileTrace, TraceSnapshot
 from runtime.broker.transport import DeadlineTransport
 from runtime.broker.upstream import MAX_RESPONSE_BODY, Failure, Fault, Upstream
@@ -180,7 +181,7 @@ class Broker:
         self._budget = profile.max_calls
         self._deadline = deadline
         self._timeout_s = upstream_timeout_s
-        self._slots = threading.BoundedSemaphore(MAX_IN_FLIGHT)
+        self._slots = Slots(MAX_IN_FLIGHT)
         self._lock = threading.Lock()
         self._calls = 0
         self._ended = False
@@ -206,7 +207,7 @@ class Broker:
         MAX_IN_FLIGHT slots are taken."""
         if self._ended or self._expired():
             return self._refuse("run_ended")
-        if not self._slots.acquire(blocking=False):
+        if not self._slots.take(0):
             return self._refuse("capacity")
         try:
             decided = self._decide(call)
@@ -217,7 +218,7 @@ class Broker:
                 return refused
             return self._send(decided)
         finally:
-            self._slots.release()
+            self._slots.give()
 
     def start(self, call: HostRequest) -> Callable[[], HostReply]:
         """Decide a call now; return what sends it, for a worker thread to run.
@@ -241,13 +242,13 @@ class Broker:
         refused = self._hold(call)
         if refused is not None:
             return refused
-        while not self._slots.acquire(timeout=_SLOT_POLL_S):
+        while not self._slots.take(_SLOT_POLL_S):
             if self._ended or self._expired():
                 return self._cancel(call)
         try:
             return self._send(call)
         finally:
-            self._slots.release()
+            self._slots.give()
 
     def _refuse(self, rule: str, route: Route | None = None, name: str = "") -> HostReply:
         """Count the call as denied under `rule` and answer with that rule's text."""
@@ -526,10 +527,7 @@ class Broker:
         abort = getattr(self._transport, "abort", None)
         if callable(abort):
             abort()
-        waited: list[bool] = []
-        stop = time.monotonic() + END_GRACE_S
-        for _ in range(MAX_IN_FLIGHT):
-            waited.append(self._slots.acquire(timeout=max(0.0, stop - time.monotonic())))
+        taken = self._slots.drain(END_GRACE_S)
         try:
             with self._lock:
                 still_open = sorted(self._open.values(), key=lambda call: call.seq)
@@ -539,9 +537,7 @@ class Broker:
                 self._record_cancelled(call)
             self._channel.close()
         finally:
-            for got in waited:
-                if got:
-                    self._slots.release()
+            self._slots.give(taken)
         return self.trace.snapshot()
 
     def __enter__(self) -> Broker:
