@@ -26,9 +26,10 @@ class Slots:
         """One slot: at once when `timeout` is 0, else within `timeout` seconds (None:
         however long it takes). False when none came free in time."""
         with self._cond:
-            if self._free == 0:
-                if timeout == 0 or not self._cond.wait_for(self._any_free, timeout):
-                    return False
+            if self._free == 0 and (
+                timeout == 0 or not self._cond.wait_for(self._any_free, timeout)
+            ):
+                return False
             self._free -= 1
             return True
 
