@@ -46,10 +46,11 @@ WASM_SHA256: str = _PINS["engine_sha256"]
 #: Where the build puts the module inside the package (never committed: built at install).
 WASM_FILE = Path(__file__).with_name("_engine") / "qjs-ng.wasm"
 
-#: The smallest memory limit a run accepts: the module's declared minimum (18 wasm
-#: pages, the 1 MiB stack included) rounded up to whole MiB. The engine refuses to load
-#: a module needing more, so a limit at or above this always instantiates; below it is
-#: refused up front (`specgen run --memory-mb`, the session), never a wasm error.
+#: The smallest memory limit a run accepts: the module's declared memory, which the
+#: build sets to exactly this (engine_build/build.py, INITIAL_MEMORY_BYTES; the 1 MiB
+#: stack included). The engine refuses to load a module needing more, so a limit at or
+#: above this always instantiates; below it is refused up front (`specgen run
+#: --memory-mb`, the session), never a wasm error.
 MIN_MEMORY_MB = 2
 
 #: Native wasm stack per call into the guest. 2 MiB is the most wasmtime accepts without

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+from pathlib import Path
 
 import pytest
 
 from runtime import GuestGrant, HostReply, HostRequest, Limits
 from runtime import run_sandbox as run
 from runtime.sandbox import engine, guest, snapshot
+from specgen.allow import parse_entry
 from specgen.routes import Route
 
 GRANT = GuestGrant(
@@ -50,6 +52,24 @@ def test_a_grant_gets_an_image_of_a_few_hundred_kib():
     assert image is not None
     assert 0 < image.dirty_bytes < 1 << 20
     assert snapshot.image_for(engine.get_engine(), prelude_of(GRANT)) is image  # cached
+
+
+def test_a_fourteen_operation_grant_restores_without_growing_memory(monkeypatch):
+    # Its image fits the module's own memory (the build's INITIAL_MEMORY_BYTES), so a
+    # fresh run changes no page protections: under gVisor each change cost ~80 us.
+    folder = Path(__file__).resolve().parents[2] / "golden" / "agent-memory-full"
+    allow = tuple(parse_entry(e).route for e in json.loads((folder / "allow.json").read_text()))
+    grant = GuestGrant("memory", allow, (folder / "preamble.js").read_text())
+    assert len(allow) == 14
+    grown: list[object] = []
+    real = snapshot.ffi.wasmtime_memory_grow
+    monkeypatch.setattr(
+        snapshot.ffi, "wasmtime_memory_grow", lambda *a: grown.append(a) or real(*a)
+    )
+    assert run("print(typeof memory.agent_memory_recall)", grant=grant).stdout == "function\n"
+    image = snapshot.image_for(engine.get_engine(), prelude_of(grant))
+    assert image is not None and image.pages * snapshot.WASM_PAGE == engine.MIN_MEMORY_MB << 20
+    assert grown == []
 
 
 def test_the_key_covers_the_prelude():

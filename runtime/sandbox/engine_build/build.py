@@ -47,6 +47,11 @@ ENGINE_SOURCES = ("quickjs.c", "libregexp.c", "libunicode.c", "dtoa.c")
 #: for; zig 0.17 links its own wasm allocator, which rounds large blocks up to a power
 #: of two, so a 128 MiB ArrayBuffer would no longer fit a 256 MiB run.
 STACK_BYTES = 1 << 20
+#: The module's declared memory, the smallest limit a run accepts (engine.MIN_MEMORY_MB):
+#: a grant's memory image fits in it (a 14-operation grant's does) and a run restoring
+#: it grows nothing. Each growth changes page protections, and under gVisor every such
+#: call cost ~80 us, two per run (grown, then reset for the pool slot's next run).
+INITIAL_MEMORY_BYTES = 2 << 20
 
 #: Compiler flags; part of the output cache key. -O2 as upstream's release build; the
 #: WASI emulation defines because QuickJS-NG's sources include <signal.h> and use clock().
@@ -64,6 +69,7 @@ LDFLAGS = (
     "-lwasi-emulated-signal",
     "-lwasi-emulated-process-clocks",
     f"-Wl,-z,stack-size={STACK_BYTES}",
+    f"-Wl,--initial-memory={INITIAL_MEMORY_BYTES}",
     "-Wl,--export-table",
     "-s",
 )
