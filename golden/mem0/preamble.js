@@ -62,18 +62,17 @@
   ];
   // Every method: its path arguments, exactly as many as its route has (one left out is
   // undefined, which h.call refuses), then its body and its options where its row says.
-  // Its `length` counts them all, as a function declaring them would. No ampersand or
-  // less-than sign in this code, as in every row (its strings escape both): the body
-  // of the file stays safe to inline in an HTML page.
-  const method = (spec, paths, shape) => {
+  // Its `length` counts them all and its `name` is its own, as a function declaring them
+  // would have. No ampersand or less-than sign in this code, as in every row (its
+  // strings escape both): the body of the file stays safe to inline in an HTML page.
+  const method = (name, spec, paths, shape) => {
     const body = shape % 2, options = shape >= 2 ? 1 : 0;
     const f = (...args) => {
       const values = args.slice(0, paths);
       while (paths > values.length) values.push(undefined);
       return h.call(spec, values, body ? args[paths] : undefined, options ? args[paths + body] : undefined);
     };
-    Object.defineProperty(f, "length", { value: paths + body + options });
-    return f;
+    return Object.defineProperties(f, { length: { value: paths + body + options }, name: { value: name } });
   };
-  for (const row of rows) h[row[0]] = method(row[1], row[2], row[3]);
+  for (const row of rows) h[row[0]] = method(row[0], row[1], row[2], row[3]);
 })();

@@ -57,7 +57,7 @@ for (const c of input) {
     const fn = client[m.name];
     if (typeof fn !== "function") { results.push({name: m.name, missing: true}); continue; }
     const ret = fn.apply(null, m.args);
-    results.push({name: m.name, arity: fn.length, calls: calls.slice(), ret: ret});
+    results.push({name: m.name, arity: fn.length, fname: fn.name, calls: calls.slice(), ret: ret});
   }
   // Without the generic client the preamble must do nothing, and never throw.
   const empty = vm.createContext({});
@@ -147,6 +147,7 @@ def check_case(gen: Generated, src: str, got: dict[str, Any]) -> None:
         assert len(res["calls"]) == 1, res
         call = res["calls"][0]
         if op.structured:
+            assert res["fname"] == op.name  # a stack trace names the method
             check_structured(op, values, call)
             assert res["ret"] == "returned-call"
             continue
