@@ -17,9 +17,11 @@ broker admitted; the engine process is then killed and a new one started.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import functools
+import itertools
 import os
 import signal
 import subprocess
@@ -57,6 +59,9 @@ START_TIMEOUT_S = 60.0
 SEND_TIMEOUT_S = 5.0
 #: How long past a run's deadline the broker waits for the engine's `done`.
 DONE_GRACE_S = 3.0
+#: Grants one engine process keeps (each with its memory image, which the engine's own
+#: image cache bounds too); past this the least recently used is forgotten on both sides.
+MAX_GRANTS = 64
 #: `internal_error` of a run whose engine process died, stalled or broke the protocol.
 ENGINE_DIED = "EngineDied"
 ENGINE_PROTOCOL = "EngineProtocolError"
@@ -64,6 +69,10 @@ _STDERR_KEPT = 2048
 #: Started calls the broker holds decided before the engine says go: the sandbox's own
 #: bound on unsettled calls.
 MAX_UNSENT_CALLS = MAX_PENDING_CALLS
+
+
+#: A grant as content: per grant, its global name, allow list and preamble.
+_GrantKey = tuple[tuple[str, tuple[tuple[str, str], ...], str], ...]
 
 
 class EngineProcess:
@@ -78,7 +87,17 @@ class EngineProcess:
     ) -> None:
         self.tier = tier
         argv = launch.command(tier, hidden, escape_hook=escape_hook)
-        self._images: set[tuple[tuple[str, tuple[tuple[str, str], ...], str], ...]] = set()
+        #: The grants the engine process holds (each with its image built), by content,
+        #: to the number it knows each by; least recently used first (MAX_GRANTS).
+        self._grants: collections.OrderedDict[_GrantKey, int] = collections.OrderedDict()
+        #: Content keys by the identity of the objects a grant is made of: a profile
+        #: hands every run the same allow tuple and preamble string, so a run looks its
+        #: grant up without walking its allow list. Each entry holds those objects, so no
+        #: id here can be reused by another object while it is kept.
+        self._keys: dict[
+            tuple[tuple[str, int, int], ...], tuple[tuple[object, ...], _GrantKey]
+        ] = {}
+        self._refs = itertools.count(1)
         self._writing = threading.Lock()
         self._stderr = b""
         try:
@@ -134,19 +153,41 @@ class EngineProcess:
     def read(self, deadline: float, *, max_blob: int = wire.MAX_BLOB_BYTES) -> tuple[dict, bytes]:
         return self._reader.read(deadline=deadline, max_blob=max_blob)
 
-    def warm(self, grant: sandbox.GuestGrant | tuple[sandbox.GuestGrant, ...]) -> None:
-        """Build the grant's (or several grants') memory image in the engine process, once."""
+    def warm(self, grant: sandbox.GuestGrant | tuple[sandbox.GuestGrant, ...]) -> int:
+        """The number the engine process knows the grant (or several grants) by, its
+        memory image built there: sent and built once, so a run's frame names the grant
+        by this number instead of carrying its allow list and preamble again (GitHub's
+        are ~0.3 MB, which every run decoded and composed anew)."""
         grants = grant if isinstance(grant, tuple) else (grant,)
-        key = tuple(
-            (g.global_name, tuple((r.method, r.path) for r in g.allow), g.preamble) for g in grants
-        )
-        if key in self._images:
-            return
-        self.send({"t": "warm", "grant": wire.grant_fields(grant)})
+        key = self._key_of(grants)
+        ref = self._grants.get(key)
+        if ref is not None:
+            self._grants.move_to_end(key)
+            return ref
+        forget = []
+        while len(self._grants) >= MAX_GRANTS:
+            forget.append(self._grants.popitem(last=False)[1])
+        ref = next(self._refs)
+        self.send({"t": "warm", "ref": ref, "forget": forget, "grant": wire.grant_fields(grant)})
         ready, _ = self.read(time.monotonic() + START_TIMEOUT_S)
         if ready.get("t") != "ready":
             raise wire.WireError("no ready")
-        self._images.add(key)
+        self._grants[key] = ref
+        return ref
+
+    def _key_of(self, grants: tuple[sandbox.GuestGrant, ...]) -> _GrantKey:
+        ident = tuple((g.global_name, id(g.allow), id(g.preamble)) for g in grants)
+        known = self._keys.get(ident)
+        held = tuple(part for g in grants for part in (g.allow, g.preamble))
+        if known is not None and all(a is b for a, b in zip(known[0], held, strict=True)):
+            return known[1]
+        key = tuple(
+            (g.global_name, tuple((r.method, r.path) for r in g.allow), g.preamble) for g in grants
+        )
+        if len(self._keys) >= 4 * MAX_GRANTS:
+            self._keys.clear()
+        self._keys[ident] = (held, key)
+        return key
 
     def kill(self) -> None:
         """End it and everything it started (its own session, so its group)."""
@@ -283,12 +324,12 @@ def run_isolated(
     #: Started calls the broker decided and the engine has not said `go` for yet.
     decided: dict[int, Callable[[], HostReply]] = {}
     try:
-        engine.warm(grant)  # at once when the pool warmed it; else the image is built now
+        ref = engine.warm(grant)  # at once when the pool warmed it; else built now
         engine.send(
             {
                 "t": "run",
                 "code": code,
-                "grant": wire.grant_fields(grant),
+                "grant": ref,
                 "limits": wire.limits_fields(limits),
                 "probe": probe,
             }

@@ -8,10 +8,13 @@ resource limits first (hard and soft, so nothing it later runs can raise them), 
 the engine, says `hello`, and then does one thing at a time for the broker on the other
 end of its stdin/stdout:
 
-- `warm` {grant}: build the grant's memory image (a run of no code, no handler), so a
-  later run of that grant restores it in about a millisecond;
-- `run` {code, grant, limits, probe}: run the code; each host call goes to the broker as
-  a `call` (the guest blocked) or `start` (a promise) frame and waits for its `reply`;
+- `warm` {ref, forget, grant}: keep the grant (the guest's view of it) as number `ref`
+  and build its memory image (a run of no code, no handler), so a later run of that
+  grant restores it in about a millisecond; first drop the grants numbered in `forget`;
+- `run` {code, grant, limits, probe}: run the code under the grant numbered `grant`
+  (the same objects every run, so its prelude is composed once); each host call goes
+  to the broker as a `call` (the guest blocked) or `start` (a promise) frame and waits
+  for its `reply`;
   the run ends with `done` {result} (and the guest's memory, when `probe` asks for it);
 - `hold` / `release`, during a run: the broker began or ended holding a call for a
   person's approval. The run's clock here (`RunClock`, read by the sandbox's Bridge)
@@ -287,8 +290,7 @@ def _limit_self(address_space_mb: int, cpu_s: int, open_files: int, file_mb: int
         resource.setrlimit(which, (value, value))
 
 
-def _run(pipe: _Pipe, frame: dict[str, Any]) -> None:
-    grant = wire.grant_from(frame["grant"])
+def _run(pipe: _Pipe, frame: dict[str, Any], grant: Any) -> None:
     limits = wire.limits_from(frame["limits"])
     memory: list[bytes] = []
     clock = RunClock(limits.timeout_s)
@@ -335,14 +337,18 @@ def main(argv: list[str]) -> int:
     os.set_blocking(_IN, False)  # read when a frame is there, waited for only when not
     pipe = _Pipe()
     pipe.send({"t": "hello", "pid": os.getpid()})
+    grants: dict[int, Any] = {}  # by the number the broker's side gave each
     while (item := pipe.next_order()) is not None:
         frame, _blob = item
         kind = frame["t"]
         if kind == "warm":
-            sandbox.run("", grant=wire.grant_from(frame["grant"]))
+            for ref in frame["forget"]:
+                grants.pop(ref, None)
+            grant = grants[frame["ref"]] = wire.grant_from(frame["grant"])
+            sandbox.run("", grant=grant)
             pipe.send({"t": "ready"})
-        elif kind == "run":
-            _run(pipe, frame)
+        elif kind == "run" and frame["grant"] in grants:
+            _run(pipe, frame, grants[frame["grant"]])
         elif kind == "escape" and escape_hook:
             _escape(pipe, frame)
         else:

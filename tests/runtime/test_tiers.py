@@ -378,3 +378,45 @@ def test_the_worker_tier_starts_on_a_machine_whose_cache_folder_does_not_exist_y
     assert outcome.result.exit_code == 0, outcome.result.internal_error or outcome.result.stderr
     assert outcome.result.stdout == "first\n"
     assert cache_path().is_file()  # compiled once, where every later engine process loads it
+
+
+def test_an_engine_process_gets_each_grant_once_and_runs_name_it_by_number(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's frame carries the grant's number, not its allow list and preamble again;
+    past MAX_GRANTS the oldest is forgotten on both sides and sent again when needed."""
+    from runtime.tiers import boundary
+
+    monkeypatch.setenv("CLOUDFLARE_API_TOKEN", KEY)
+    monkeypatch.setattr(boundary, "MAX_GRANTS", 2)
+    base = load_grants(grants_file(tmp_path)).select("agent-memory", CALLER)
+    profiles = [
+        base.with_preamble(f';(function () {{ globalThis["memory"].which = () => {n}; }})();')
+        for n in range(3)
+    ]
+    engine = boundary.EngineProcess("worker")
+    sent: list[dict] = []
+    real_send = engine.send
+    monkeypatch.setattr(
+        engine, "send", lambda header, blob=b"": (sent.append(header), real_send(header, blob))[1]
+    )
+    try:
+
+        def which(profile) -> str:
+            outcome = boundary.run_isolated(engine, "print(memory.which())", profile, caller=CALLER)
+            assert outcome.result.exit_code == 0, outcome.result.stderr
+            return outcome.result.stdout
+
+        assert [which(p) for p in (profiles[0], profiles[0], profiles[1])] == ["0\n", "0\n", "1\n"]
+        warms = [f for f in sent if f["t"] == "warm"]
+        runs = [f for f in sent if f["t"] == "run"]
+        assert [(w["ref"], w["forget"]) for w in warms] == [(1, []), (2, [])]
+        assert [r["grant"] for r in runs] == [1, 1, 2]
+        assert all(set(r) == {"t", "code", "grant", "limits", "probe"} for r in runs)
+        # A third grant makes the engine forget the least recently used (0's); 0, then
+        # 1, come back under new numbers, each pushing out the oldest in its turn.
+        assert [which(p) for p in (profiles[2], profiles[0], profiles[1])] == ["2\n", "0\n", "1\n"]
+        warms = [f for f in sent if f["t"] == "warm"]
+        assert [(w["ref"], w["forget"]) for w in warms[2:]] == [(3, [1]), (4, [2]), (5, [3])]
+    finally:
+        engine.close()
