@@ -19,17 +19,26 @@
   ];
   // Every method: its path arguments, exactly as many as its route has (one left out is
   // undefined, which h.call refuses), then its body and its options where its row says.
-  // Its `length` counts them all and its `name` is its own, as a function declaring them
-  // would have. No ampersand or less-than sign in this code, as in every row (its
-  // strings escape both): the body of the file stays safe to inline in an HTML page.
+  // It reads only its own arguments and makes the values with the definer taken here,
+  // so no code the agent put on a prototype runs before h.call takes the call (a
+  // `$response` form marks the very next call the client sees). It hands h.call its
+  // row's spec, the same object every call (the client only reads it; code that has
+  // replaced h.call gets it, as it gets every call). Its `length` counts its arguments
+  // and its `name` is its own, as a function declaring them would have. No ampersand or
+  // less-than sign in this code, as in every row (its strings escape both): the body of
+  // the file stays safe to inline in an HTML page.
+  const define = Object.defineProperty, defineAll = Object.defineProperties;
+  const arg = (args, i) => (args.length > i ? args[i] : undefined);
   const method = (name, spec, paths, shape) => {
     const body = shape % 2, options = shape >= 2 ? 1 : 0;
     const f = (...args) => {
-      const values = args.slice(0, paths);
-      while (paths > values.length) values.push(undefined);
-      return h.call(spec, values, body ? args[paths] : undefined, options ? args[paths + body] : undefined);
+      const values = [];
+      for (let i = 0; paths > i; i++) {
+        define(values, i, { __proto__: null, value: arg(args, i), writable: true, enumerable: true, configurable: true });
+      }
+      return h.call(spec, values, body ? arg(args, paths) : undefined, options ? arg(args, paths + body) : undefined);
     };
-    return Object.defineProperties(f, { length: { value: paths + body + options }, name: { value: name } });
+    return defineAll(f, { length: { value: paths + body + options }, name: { value: name } });
   };
   for (const row of rows) h[row[0]] = method(row[0], row[1], row[2], row[3]);
 })();

@@ -75,6 +75,12 @@ MAX_UNSENT_CALLS = MAX_PENDING_CALLS
 _GrantKey = tuple[tuple[str, tuple[tuple[str, str], ...], str], ...]
 
 
+def _content_key(grants: tuple[sandbox.GuestGrant, ...]) -> _GrantKey:
+    return tuple(
+        (g.global_name, tuple((r.method, r.path) for r in g.allow), g.preamble) for g in grants
+    )
+
+
 class EngineProcess:
     """One warm engine process on a tier; one run at a time."""
 
@@ -166,7 +172,10 @@ class EngineProcess:
             return ref
         forget = []
         while len(self._grants) >= MAX_GRANTS:
-            forget.append(self._grants.popitem(last=False)[1])
+            old_key, old_ref = self._grants.popitem(last=False)
+            forget.append(old_ref)
+            for ident in [i for i, (_, k) in self._keys.items() if k == old_key]:
+                del self._keys[ident]  # and the objects it held
         ref = next(self._refs)
         self.send({"t": "warm", "ref": ref, "forget": forget, "grant": wire.grant_fields(grant)})
         ready, _ = self.read(time.monotonic() + START_TIMEOUT_S)
@@ -176,14 +185,16 @@ class EngineProcess:
         return ref
 
     def _key_of(self, grants: tuple[sandbox.GuestGrant, ...]) -> _GrantKey:
+        """The grants' content key, found by the identity of their parts when each allow
+        list is a tuple (which cannot change, as a profile's cannot); read afresh else."""
+        if not all(type(g.allow) is tuple for g in grants):
+            return _content_key(grants)
         ident = tuple((g.global_name, id(g.allow), id(g.preamble)) for g in grants)
         known = self._keys.get(ident)
         held = tuple(part for g in grants for part in (g.allow, g.preamble))
         if known is not None and all(a is b for a, b in zip(known[0], held, strict=True)):
             return known[1]
-        key = tuple(
-            (g.global_name, tuple((r.method, r.path) for r in g.allow), g.preamble) for g in grants
-        )
+        key = _content_key(grants)
         if len(self._keys) >= 4 * MAX_GRANTS:
             self._keys.clear()
         self._keys[ident] = (held, key)

@@ -418,5 +418,7 @@ def test_an_engine_process_gets_each_grant_once_and_runs_name_it_by_number(
         assert [which(p) for p in (profiles[2], profiles[0], profiles[1])] == ["2\n", "0\n", "1\n"]
         warms = [f for f in sent if f["t"] == "warm"]
         assert [(w["ref"], w["forget"]) for w in warms[2:]] == [(3, [1]), (4, [2]), (5, [3])]
+        # A forgotten grant's parts are let go here too (the identity cache held them).
+        assert len(engine._keys) == boundary.MAX_GRANTS
     finally:
         engine.close()

@@ -22,6 +22,7 @@ from specgen.operations import generate
 from specgen.render import artifacts
 from specgen.routes import Route, first_match, pattern_error, route_error, target_allowed
 from specgen.servers import server_prefix
+from tests.specgen.test_specgen_preamble_js import TABLE_LINES
 
 ASCII_IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
 # ECMAScript reserved words, written out independently of specgen.naming.
@@ -319,6 +320,7 @@ def test_any_document_generates_or_is_refused_in_one_line(doc: dict[str, Any]) -
     rows = re.findall(r"^    \[.*\],$", files["preamble.js"], re.M)
     if any(op.structured for op in gen.operations):
         assert len(rows) == len(gen.operations)
+        assert files["preamble.js"].count("\n") == len(gen.operations) + TABLE_LINES
     else:
         assert files["preamble.js"].count("\n") == len(gen.operations) + 5
     # allow is the set of the operations' routes, in (path, method) order
