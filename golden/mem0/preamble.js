@@ -72,15 +72,24 @@
   // the file stays safe to inline in an HTML page.
   const define = Object.defineProperty, defineAll = Object.defineProperties;
   const arg = (args, i) => (args.length > i ? args[i] : undefined);
+  // Up to four values as an array literal (the common case, and the quickest); more
+  // one by one.
+  const valuesOf = (args, paths) => {
+    if (paths === 0) return [];
+    if (paths === 1) return [arg(args, 0)];
+    if (paths === 2) return [arg(args, 0), arg(args, 1)];
+    if (paths === 3) return [arg(args, 0), arg(args, 1), arg(args, 2)];
+    if (paths === 4) return [arg(args, 0), arg(args, 1), arg(args, 2), arg(args, 3)];
+    const values = [];
+    for (let i = 0; paths > i; i++) {
+      define(values, i, { __proto__: null, value: arg(args, i), writable: true, enumerable: true, configurable: true });
+    }
+    return values;
+  };
   const method = (name, spec, paths, shape) => {
     const body = shape % 2, options = shape >= 2 ? 1 : 0;
-    const f = (...args) => {
-      const values = [];
-      for (let i = 0; paths > i; i++) {
-        define(values, i, { __proto__: null, value: arg(args, i), writable: true, enumerable: true, configurable: true });
-      }
-      return h.call(spec, values, body ? arg(args, paths) : undefined, options ? arg(args, paths + body) : undefined);
-    };
+    const f = (...args) =>
+      h.call(spec, valuesOf(args, paths), body ? arg(args, paths) : undefined, options ? arg(args, paths + body) : undefined);
     return defineAll(f, { length: { value: paths + body + options }, name: { value: name } });
   };
   for (const row of rows) h[row[0]] = method(row[0], row[1], row[2], row[3]);

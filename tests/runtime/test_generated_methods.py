@@ -40,7 +40,17 @@ DOC = {
                 "requestBody": {"content": {"application/json": {"schema": {"type": "object"}}}},
                 "responses": {"200": {"description": "OK"}},
             },
-        }
+        },
+        "/deep/{a}/{b}/{c}/{d}/{e}": {
+            "get": {
+                "operationId": "getDeep",
+                "parameters": [
+                    {"name": n, "in": "path", "required": True, "schema": {"type": "string"}}
+                    for n in "abcde"
+                ],
+                "responses": {"200": {"description": "OK"}},
+            }
+        },
     },
 }
 
@@ -110,19 +120,23 @@ def test_a_left_out_path_argument_is_undefined_whatever_the_prototype_holds() ->
         + """
 try { await host.getItem("o", "r"); print("sent"); } catch (e) { print(e.name + ": " + e.message); }
 await host.getItem("o", "r", "2");  // no options: not what Array.prototype[3] holds
+try { await host.getDeep("1", "2", "3", "4"); print("sent"); } catch (e) { print(e.message); }
+await host.getDeep("1", "2", "3", "4", "5");
 await host.putItem("o", "r", "1", {n: 1});
 """
     )
     out = run(code, grant=_grant(), handler=handler)
     assert out.stdout == (
         "TypeError: path parameter 3 of GET /repos/*/*/items/* must be a string or a number\n"
+        "path parameter 5 of GET /deep/*/*/*/*/* must be a string or a number\n"
     ), out.stderr
     assert [c for c in handler.calls if c[1] != "/sneak"] == [
         ("GET", "/repos/*/*/items/*", ("o", "r", "2"), (), None),
+        ("GET", "/deep/*/*/*/*/*", ("1", "2", "3", "4", "5"), (), None),
         ("PUT", "/repos/*/*/items/*", ("o", "r", "1"), (), b'{"n":1}'),
     ]
 
 
 def test_generated_methods_declare_their_arguments_and_their_names() -> None:
-    code = "print(host.getItem.name, host.getItem.length, host.putItem.name, host.putItem.length)"
-    assert run(code, grant=_grant()).stdout == "getItem 4 putItem 4\n"
+    code = "print(host.getItem.name, host.getItem.length, host.putItem.name, host.putItem.length, host.getDeep.length)"
+    assert run(code, grant=_grant()).stdout == "getItem 4 putItem 4 5\n"

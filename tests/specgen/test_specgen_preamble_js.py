@@ -24,7 +24,7 @@ CASES: dict[str, dict[str, Any]] = json.loads((GOLDEN / "cases.json").read_text(
 CLIENT_METHODS = ["call", "del", "get", "patch", "post", "put"]
 #: Lines of the default build's preamble besides its rows (templates/preamble.js.j2):
 #: a document adds a row per operation and nothing else.
-TABLE_LINES = 32
+TABLE_LINES = 41
 
 HARNESS = r"""
 const vm = require("vm");
