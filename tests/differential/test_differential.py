@@ -38,6 +38,13 @@ def test_program_agrees_with_node(differential: Harness, name: str, code: str):
     assert difference is None, difference.explain()
 
 
+def test_generated_methods_agree_with_node_under_planted_prototypes(differential: Harness):
+    """Always run (not only in every 8th sample): the generated client's own defence."""
+    (code,) = [c for name, c in ALL if name == "preamble_planted_prototypes"]
+    difference = differential.compare("preamble_planted_prototypes", code)
+    assert difference is None, difference.explain()
+
+
 @settings(
     max_examples=EXAMPLES,
     deadline=None,
