@@ -48,9 +48,9 @@ ENGINE_SOURCES = ("quickjs.c", "libregexp.c", "libunicode.c", "dtoa.c")
 #: of two, so a 128 MiB ArrayBuffer would no longer fit a 256 MiB run.
 STACK_BYTES = 1 << 20
 #: The module's declared memory, the smallest limit a run accepts (engine.MIN_MEMORY_MB):
-#: a grant's memory image fits in it (a 14-operation grant's does) and a run restoring
-#: it grows nothing. Each growth changes page protections, and under gVisor every such
-#: call cost ~80 us, two per run (grown, then reset for the pool slot's next run).
+#: a small grant's memory image fits in it (a 14-operation one's does, GitHub's 1,222
+#: operations' does not) and a run restoring it grows nothing. Each growth changes page protections: two calls per run (grown, then
+#: reset for the pool slot's next run), ~80 us each under gVisor (traced with runsc --strace).
 INITIAL_MEMORY_BYTES = 2 << 20
 
 #: Compiler flags; part of the output cache key. -O2 as upstream's release build; the
