@@ -16,6 +16,7 @@ import json
 import threading
 
 from runtime.contract import MAX_REQUEST_BODY_BYTES
+from runtime.identity_memo import IdentityMemo
 from specgen.route_index import RouteIndex
 from specgen.routes import Route
 
@@ -86,35 +87,24 @@ def compose_source(
     return "".join(parts)
 
 
-#: Preludes composed lately, by (global name, id of the allow tuple, id of the preamble):
-#: the runs of one grant pass the same two objects every time, so their prelude is
-#: composed once and is the same str each run (its hash, and the image cache's lookup,
-#: then cost nothing). Each entry holds the objects themselves, so an id it was keyed
-#: by cannot be reused by another object while it is cached.
-_PRELUDES: collections.OrderedDict[
-    tuple[str | None, int, int], tuple[tuple[Route, ...], str, str]
-] = collections.OrderedDict()
-_PRELUDES_LOCK = threading.Lock()
+#: Preludes composed lately, by the identity of (global name, allow tuple, preamble): the
+#: runs of one grant pass the same objects every time, so their prelude is composed once
+#: and is the same str each run (its hash, and the image cache's lookup, then cost
+#: nothing).
 MAX_PRELUDES = 64
+_PRELUDES: IdentityMemo[str] = IdentityMemo(MAX_PRELUDES)
 
 
 def prelude(global_name: str | None, allow: tuple[Route, ...] = (), preamble: str = "") -> str:
     """`compose_source("", ...)`: what a run evaluates before the agent's code."""
-    key = (global_name, id(allow), id(preamble))
-    with _PRELUDES_LOCK:
-        held = _PRELUDES.get(key)
-        if held is not None and held[0] is allow and held[1] is preamble:
-            _PRELUDES.move_to_end(key)
-            return held[2]
-    text = compose_source("", global_name=global_name, allow=allow, preamble=preamble)
-    with _PRELUDES_LOCK:
-        _PRELUDES[key] = (allow, preamble, text)
-        while len(_PRELUDES) > MAX_PRELUDES:
-            _PRELUDES.popitem(last=False)
-    return text
+    return _PRELUDES.get(
+        (global_name, allow, preamble),
+        lambda: compose_source("", global_name=global_name, allow=allow, preamble=preamble),
+    )
 
 
 #: Preludes of several grants lately composed, by each grant's (global, allow, preamble).
+_MANY_LOCK = threading.Lock()
 _MANY: collections.OrderedDict[tuple[tuple[str, tuple[Route, ...], str], ...], str] = (
     collections.OrderedDict()
 )
@@ -126,7 +116,7 @@ def prelude_of(grants: tuple[tuple[str, tuple[Route, ...], str], ...]) -> str:
     another's client; each call names the global that made it (templates/client.js.j2)."""
     if len(grants) == 1:
         return prelude(*grants[0])
-    with _PRELUDES_LOCK:
+    with _MANY_LOCK:
         held = _MANY.get(grants)
         if held is not None:
             _MANY.move_to_end(grants)
@@ -138,7 +128,7 @@ def prelude_of(grants: tuple[tuple[str, tuple[Route, ...], str], ...]) -> str:
             parts += ["\n", preamble]
         parts.append("\n")
     text = "".join(parts)
-    with _PRELUDES_LOCK:
+    with _MANY_LOCK:
         _MANY[grants] = text
         while len(_MANY) > MAX_PRELUDES:
             _MANY.popitem(last=False)

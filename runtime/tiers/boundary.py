@@ -40,6 +40,7 @@ from runtime.broker.approval import Approver
 from runtime.broker.handler import MAX_IN_FLIGHT
 from runtime.broker.several import BrokerSet
 from runtime.contract import HostReply, HostRequest
+from runtime.identity_memo import IdentityMemo
 from runtime.profile_set import (
     as_profiles,
     audit_name,
@@ -98,11 +99,8 @@ class EngineProcess:
         self._grants: collections.OrderedDict[_GrantKey, int] = collections.OrderedDict()
         #: Content keys by the identity of the objects a grant is made of: a profile
         #: hands every run the same allow tuple and preamble string, so a run looks its
-        #: grant up without walking its allow list. Each entry holds those objects, so no
-        #: id here can be reused by another object while it is kept.
-        self._keys: dict[
-            tuple[tuple[str, int, int], ...], tuple[tuple[object, ...], _GrantKey]
-        ] = {}
+        #: grant up without walking its allow list.
+        self._keys: IdentityMemo[_GrantKey] = IdentityMemo(MAX_GRANTS)
         self._refs = itertools.count(1)
         self._writing = threading.Lock()
         self._stderr = b""
@@ -172,10 +170,7 @@ class EngineProcess:
             return ref
         forget = []
         while len(self._grants) >= MAX_GRANTS:
-            old_key, old_ref = self._grants.popitem(last=False)
-            forget.append(old_ref)
-            for ident in [i for i, (_, k) in self._keys.items() if k == old_key]:
-                del self._keys[ident]  # and the objects it held
+            forget.append(self._grants.popitem(last=False)[1])
         ref = next(self._refs)
         self.send({"t": "warm", "ref": ref, "forget": forget, "grant": wire.grant_fields(grant)})
         ready, _ = self.read(time.monotonic() + START_TIMEOUT_S)
@@ -189,16 +184,8 @@ class EngineProcess:
         list is a tuple (which cannot change, as a profile's cannot); read afresh else."""
         if not all(type(g.allow) is tuple for g in grants):
             return _content_key(grants)
-        ident = tuple((g.global_name, id(g.allow), id(g.preamble)) for g in grants)
-        known = self._keys.get(ident)
-        held = tuple(part for g in grants for part in (g.allow, g.preamble))
-        if known is not None and all(a is b for a, b in zip(known[0], held, strict=True)):
-            return known[1]
-        key = _content_key(grants)
-        if len(self._keys) >= 4 * MAX_GRANTS:
-            self._keys.clear()
-        self._keys[ident] = (held, key)
-        return key
+        parts = tuple(part for g in grants for part in (g.global_name, g.allow, g.preamble))
+        return self._keys.get(parts, lambda: _content_key(grants))
 
     def kill(self) -> None:
         """End it and everything it started (its own session, so its group)."""
