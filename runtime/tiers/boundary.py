@@ -112,7 +112,8 @@ class EngineProcess:
             ) from None
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self._in = self.proc.stdout.fileno()
-        self._reader = wire.FrameReader(self._in)
+        os.set_blocking(self._in, False)
+        self._reader = wire.FrameReader(self._in, spin_s=wire.SPIN_S)
         self._out = self.proc.stdin.fileno()
         os.set_blocking(self._out, False)
         drain = threading.Thread(target=self._drain_stderr, daemon=True)

@@ -76,7 +76,7 @@ class _Pipe:
         #: Started calls' frames not written yet, in the guest's order, by call id.
         self._held: list[tuple[int, dict[str, Any], bytes]] = []
         self._ids = itertools.count(1)
-        self._reader = wire.FrameReader(fd_in)
+        self._reader = wire.FrameReader(fd_in, spin_s=wire.SPIN_S)
         #: Guards everything below; waiters sleep on `_changed` for their frame or turn.
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)

@@ -94,6 +94,51 @@ def test_a_non_blocking_read_without_deadline_waits_for_the_frame() -> None:
         os.close(r)
 
 
+class _Selects:
+    """Counts the reader's sleeps in `select`, which a frame caught by the spin skips."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        real = wire.select.select
+
+        def counted(*args: object) -> object:
+            self.count += 1
+            return real(*args)
+
+        monkeypatch.setattr(wire.select, "select", counted)
+
+
+def test_a_frame_within_the_spin_is_read_without_sleeping(
+    pipe: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    r, w = pipe
+    os.set_blocking(r, False)
+    selects = _Selects(monkeypatch)
+    reader = wire.FrameReader(r, spin_s=2.0)
+    writer = _later(w, wire.encode({"t": "reply", "id": 1}, b"ok"), 0.05)
+    assert reader.read(deadline=time.monotonic() + 10) == ({"t": "reply", "id": 1}, b"ok")
+    writer.join()
+    assert selects.count == 0
+
+
+def test_a_frame_after_the_spin_is_slept_for_and_a_deadline_cuts_the_spin(
+    pipe: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    r, w = pipe
+    os.set_blocking(r, False)
+    selects = _Selects(monkeypatch)
+    reader = wire.FrameReader(r, spin_s=0.01)
+    writer = _later(w, wire.encode({"t": "run"}), 0.2)
+    assert reader.read(deadline=time.monotonic() + 10) == ({"t": "run"}, b"")
+    writer.join()
+    assert selects.count >= 1
+    spinning = wire.FrameReader(r, spin_s=30.0)  # a window far past the deadline
+    begun = time.monotonic()
+    with pytest.raises(wire.WireTimeout):
+        spinning.read(deadline=time.monotonic() + 0.1)
+    assert time.monotonic() - begun < 2
+
+
 # -- the engine process's end: whichever thread waits reads ------------------------------
 
 
