@@ -74,6 +74,7 @@ from runtime.sandbox import (
 from runtime.session import RunOutcome, run_profile, run_with_grant
 from runtime.tiers.boundary import EngineProcess, run_isolated
 from runtime.tiers.launch import TIERS, IsolationError, command
+from runtime.tiers.wire import spin_for
 from specgen.routes import Route
 
 _WORKER_GRANTS: Grants | None = None
@@ -397,6 +398,9 @@ class RunPool:
             tuple[concurrent.futures.Future, tuple, Approver | None, contextvars.Context] | None
         ] = queue.SimpleQueue()
         self._ready = [threading.Event() for _ in range(self.workers)]
+        #: Runs on engine processes now, which sets how long each looks for frames.
+        self._busy = 0
+        self._busy_lock = threading.Lock()
         self._closed = False
         self._threads = [
             threading.Thread(target=self._serve, args=(i,), name=f"plimsoll-pool-{i}", daemon=True)
@@ -544,8 +548,10 @@ class RunPool:
                 continue
             if isinstance(engine, BaseException):
                 engine = self._engine()  # a replacement that failed to start: try again
-            elif not engine.alive:
-                engine.kill()  # it died between runs (killed, out of memory): a new one
+            elif not engine.alive or engine.worn:
+                # It died between runs (killed, out of memory), or is near its CPU
+                # limit and could die in the next: a new one.
+                engine.kill()
                 engine = self._engine()
             if isinstance(engine, BaseException):
                 future.set_exception(engine)
@@ -560,19 +566,26 @@ class RunPool:
                     memory_mb=options.get("memory_mb", DEFAULT_MEMORY_MB),
                     clock=options.get("clock", "real"),
                 )
-                # In the submitter's context, so the run's span is a child of the
-                # span that asked for it (an MCP tools/call).
-                outcome = context.run(
-                    run_isolated,
-                    engine,
-                    code,
-                    profile,
-                    caller=caller,
-                    limits=limits,
-                    trace_id=options.get("trace_id"),
-                    scan_memory_for=scanned,
-                    approver=approver,
-                )
+                with self._busy_lock:
+                    self._busy += 1
+                    engine.spin_s = spin_for(self._busy)
+                try:
+                    # In the submitter's context, so the run's span is a child of the
+                    # span that asked for it (an MCP tools/call).
+                    outcome = context.run(
+                        run_isolated,
+                        engine,
+                        code,
+                        profile,
+                        caller=caller,
+                        limits=limits,
+                        trace_id=options.get("trace_id"),
+                        scan_memory_for=scanned,
+                        approver=approver,
+                    )
+                finally:
+                    with self._busy_lock:
+                        self._busy -= 1
             except BaseException as exc:
                 future.set_exception(exc)
             else:

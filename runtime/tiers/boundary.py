@@ -63,6 +63,10 @@ DONE_GRACE_S = 3.0
 #: Grants one engine process keeps (each with its memory image, which the engine's own
 #: image cache bounds too); past this the least recently used is forgotten on both sides.
 MAX_GRANTS = 64
+#: CPU seconds after which a pool retires an engine process (`EngineProcess.worn`):
+#: half its lifetime limit (`launch.CPU_LIMIT_S`, past which the kernel kills it), far
+#: more than any one run can use, so no run is begun on an engine that might die in it.
+RETIRE_CPU_S = launch.CPU_LIMIT_S / 2
 #: `internal_error` of a run whose engine process died, stalled or broke the protocol.
 ENGINE_DIED = "EngineDied"
 ENGINE_PROTOCOL = "EngineProtocolError"
@@ -113,7 +117,11 @@ class EngineProcess:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self._in = self.proc.stdout.fileno()
         os.set_blocking(self._in, False)
-        self._reader = wire.FrameReader(self._in, spin_s=wire.SPIN_S)
+        self._reader = wire.FrameReader(self._in, spin_s=wire.spin_for(1))
+        #: The CPU seconds the engine process said it had used, at its last run's end:
+        #: its own word, so it only decides when to retire it (one that understates it
+        #: is killed by its limit instead, which ends that run as ENGINE_DIED).
+        self.cpu_s = 0.0
         self._out = self.proc.stdin.fileno()
         os.set_blocking(self._out, False)
         drain = threading.Thread(target=self._drain_stderr, daemon=True)
@@ -145,6 +153,25 @@ class EngineProcess:
     @property
     def alive(self) -> bool:
         return self.proc.poll() is None
+
+    @property
+    def worn(self) -> bool:
+        """Whether it has used enough CPU to be replaced before its next run."""
+        return self.cpu_s >= RETIRE_CPU_S
+
+    @property
+    def spin_s(self) -> float:
+        """How long each side looks for the other's next frame before it sleeps: set
+        per run (`wire.spin_for`), told to the engine process in the run's frame."""
+        return self._reader.spin_s
+
+    @spin_s.setter
+    def spin_s(self, value: float) -> None:
+        self._reader.set_spin(value)
+
+    def begin_run(self) -> None:
+        """A run starts: whether a wait is worth a spin is guessed afresh."""
+        self._reader.set_spin(self._reader.spin_s)
 
     def send(self, header: dict[str, Any], blob: bytes = b"") -> None:
         """One whole frame; a lock per process, so frames from the threads answering
@@ -324,6 +351,7 @@ def run_isolated(
     decided: dict[int, Callable[[], HostReply]] = {}
     try:
         ref = engine.warm(grant)  # at once when the pool warmed it; else built now
+        engine.begin_run()
         engine.send(
             {
                 "t": "run",
@@ -331,6 +359,7 @@ def run_isolated(
                 "grant": ref,
                 "limits": wire.limits_fields(limits),
                 "probe": probe,
+                "spin_us": round(engine.spin_s * 1e6),
             }
         )
         max_blob = (limits.memory_mb << 20) + (1 << 20) if probe else wire.MAX_BLOB_BYTES
@@ -342,6 +371,9 @@ def run_isolated(
                     frame.get("result") or {}, output_bytes=limits.output_bytes
                 )
                 memory = blob
+                used = frame.get("cpu_s")
+                if isinstance(used, int | float) and not isinstance(used, bool):
+                    engine.cpu_s = float(used)
             elif kind in ("call", "start") and isinstance(call_id, int):
                 request = wire.request_from(frame, blob)
                 if kind == "call":

@@ -92,8 +92,10 @@ class _Pipe:
         self._clock: RunClock | None = None
         self._holds: list[contextlib.AbstractContextManager[None]] = []
 
-    def begin_run(self, clock: RunClock) -> None:
-        """A run starts: calls a past run left waiting get no reply from this one."""
+    def begin_run(self, clock: RunClock, spin_s: float) -> None:
+        """A run starts: calls a past run left waiting get no reply from this one, and
+        replies are looked for as long as the broker said (`wire.spin_for`)."""
+        self._reader.set_spin(spin_s)
         with self._lock:
             self._clock, self._holds = clock, []
             self._wanted.clear()
@@ -294,7 +296,10 @@ def _run(pipe: _Pipe, frame: dict[str, Any], grant: Any) -> None:
     limits = wire.limits_from(frame["limits"])
     memory: list[bytes] = []
     clock = RunClock(limits.timeout_s)
-    pipe.begin_run(clock)
+    spin_us = frame.get("spin_us")
+    pipe.begin_run(
+        clock, min(spin_us, 10_000) / 1e6 if type(spin_us) is int and spin_us > 0 else 0.0
+    )
     handler = PipeHandler(pipe, clock)
     result = sandbox.run(
         frame["code"],
@@ -304,7 +309,11 @@ def _run(pipe: _Pipe, frame: dict[str, Any], grant: Any) -> None:
         memory_probe=memory.append if frame.get("probe") else None,
         clock=clock,
     )
-    pipe.send({"t": "done", "result": wire.result_fields(result)}, memory[0] if memory else b"")
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    pipe.send(
+        {"t": "done", "result": wire.result_fields(result), "cpu_s": used.ru_utime + used.ru_stime},
+        memory[0] if memory else b"",
+    )
 
 
 def _escape(pipe: _Pipe, frame: dict[str, Any]) -> None:

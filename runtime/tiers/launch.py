@@ -39,8 +39,8 @@ from runtime.errors import Refusal
 TIERS = ("process", "worker", "gvisor")
 #: Limits the engine process sets on itself: writable data (MiB; the largest guest
 #: memory, 4 GiB, plus the interpreter, wasmtime and its compiled code), CPU seconds
-#: over its whole life (the pool replaces a worker that reaches it), open files, and
-#: the largest file it may write (its scratch tmpfs is capped too).
+#: over its whole life (a pool replaces one at half of it, `boundary.RETIRE_CPU_S`),
+#: open files, and the largest file it may write (its scratch tmpfs is capped too).
 DATA_LIMIT_MB = 6 << 10
 CPU_LIMIT_S = 3600
 OPEN_FILES = 64

@@ -40,8 +40,24 @@ MAX_BLOB_BYTES = MAX_REQUEST_BODY_BYTES
 #: How long a reader on either side looks for the next frame before it sleeps
 #: (`FrameReader._spin`): longer than the broker takes to answer a call it decides
 #: itself (a refusal, ~50-150 us) and than a guest takes between awaited calls, shorter
-#: than an upstream round trip, so a reply from the API is slept for, not spun for.
+#: than an upstream round trip. A wait that outlasts it turns the spin off for that
+#: reader until a wait is short again, so a run of upstream calls is slept through.
 SPIN_S = 300e-6
+
+
+def spin_for(busy: int) -> float:
+    """The spin for a run while `busy` runs (this one included) are on engine processes.
+
+    Each run has two readers that spin while they wait, its engine process and its
+    broker's thread; a spin pays only when each has a CPU to itself, and when they
+    outnumber the CPUs a spinning reader takes the CPU from one with work (two busy
+    pool workers on two CPUs ran a fifth slower with it). So: SPIN_S while twice
+    `busy` fits the CPUs this process may use, else none."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # no affinity outside Linux
+        cpus = os.cpu_count() or 1
+    return SPIN_S if 2 * busy <= cpus else 0.0
 
 
 class WireError(Exception):
@@ -92,22 +108,45 @@ class FrameReader:
     On a non-blocking `fd` the read is tried first and waited for (`select`) only when
     nothing is there yet: a reply that arrived while its reader was busy costs one
     system call, and one that comes within `spin_s` is looked for again rather than
-    slept for (`_spin`). On a blocking one, a deadline is waited for before each read,
-    as a blocking read could outlast it."""
+    slept for (`_spin`), unless the last wait outlasted the spin and no wait since was
+    short. On a blocking one, a deadline is waited for before each read, as a blocking
+    read could outlast it."""
 
     def __init__(self, fd: int, *, spin_s: float = 0.0) -> None:
         self.fd = fd
         self._buffer = bytearray()
         self._eager = not os.get_blocking(fd)
-        self._spin_s = spin_s  # on a non-blocking fd only: a read on a blocking one waits
+        #: How long a wait looks before it sleeps; on a non-blocking fd only, as a read
+        #: on a blocking one waits. The owner may change it between frames.
+        self.spin_s = spin_s
+        #: False after a wait the spin did not cover, until a wait is short again: the
+        #: next wait is likely as long (an upstream call after an upstream call), and
+        #: spinning through its start would cost a CPU for nothing.
+        self._spin_next = True
+
+    def set_spin(self, spin_s: float) -> None:
+        """A new window, and a fresh guess (a new run's waits are not the last one's)."""
+        self.spin_s = spin_s
+        self._spin_next = True
 
     def _fill(self, n: int, deadline: float | None) -> None:
         """Until the buffer holds `n` bytes; a deadline bounds the whole wait."""
         while len(self._buffer) < n:
-            if not self._eager or not (self._read_some(n) or self._spin(n, deadline)):
+            if not self._eager:
                 self._wait(deadline)
-                if not self._eager:
-                    self._read_some(n)
+                self._read_some(n)
+            elif self._read_some(n):
+                continue
+            elif self.spin_s <= 0:
+                self._wait(deadline)
+            elif self._spin_next:
+                if not self._spin(n, deadline):
+                    self._spin_next = False
+                    self._wait(deadline)
+            else:
+                begun = time.monotonic()
+                self._wait(deadline)
+                self._spin_next = time.monotonic() - begun <= self.spin_s
 
     def _spin(self, n: int, deadline: float | None) -> bool:
         """Look again for up to `spin_s` before sleeping: True once bytes came.
@@ -118,13 +157,15 @@ class FrameReader:
         CPU first, so a peer waiting to run on this one runs; the window is short, so
         a reply that takes longer (an upstream call) is slept for as before.
         """
-        if self._spin_s <= 0:
-            return False
-        end = time.monotonic() + self._spin_s
+        end = time.monotonic() + self.spin_s
         if deadline is not None:
             end = min(end, deadline)
         while time.monotonic() < end:
-            os.sched_yield()
+            try:
+                os.sched_yield()
+            except OSError:  # refused (a filter): looking without yielding would
+                self.spin_s = 0.0  # starve a peer on this CPU, so sleep from now on
+                return False
             if self._read_some(n):
                 return True
         return False
@@ -146,8 +187,8 @@ class FrameReader:
             if self._eager:
                 select.select([self.fd], [], [])
             return
-        left = deadline - time.monotonic()
-        if left <= 0 or not select.select([self.fd], [], [], left)[0]:
+        left = max(0.0, deadline - time.monotonic())  # at the deadline, one last look
+        if not select.select([self.fd], [], [], left)[0]:
             raise WireTimeout("no frame before the deadline")
 
     def read(

@@ -95,17 +95,22 @@ def test_a_non_blocking_read_without_deadline_waits_for_the_frame() -> None:
 
 
 class _Selects:
-    """Counts the reader's sleeps in `select`, which a frame caught by the spin skips."""
+    """The reader's sleeps in `select` on `fd` (no other thread's), and when each began."""
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.count = 0
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, fd: int) -> None:
+        self.times: list[float] = []
         real = wire.select.select
 
-        def counted(*args: object) -> object:
-            self.count += 1
-            return real(*args)
+        def counted(readable: list[int], *args: object) -> object:
+            if fd in readable:
+                self.times.append(time.monotonic())
+            return real(readable, *args)
 
         monkeypatch.setattr(wire.select, "select", counted)
+
+    @property
+    def count(self) -> int:
+        return len(self.times)
 
 
 def test_a_frame_within_the_spin_is_read_without_sleeping(
@@ -113,7 +118,7 @@ def test_a_frame_within_the_spin_is_read_without_sleeping(
 ) -> None:
     r, w = pipe
     os.set_blocking(r, False)
-    selects = _Selects(monkeypatch)
+    selects = _Selects(monkeypatch, r)
     reader = wire.FrameReader(r, spin_s=2.0)
     writer = _later(w, wire.encode({"t": "reply", "id": 1}, b"ok"), 0.05)
     assert reader.read(deadline=time.monotonic() + 10) == ({"t": "reply", "id": 1}, b"ok")
@@ -121,22 +126,94 @@ def test_a_frame_within_the_spin_is_read_without_sleeping(
     assert selects.count == 0
 
 
-def test_a_frame_after_the_spin_is_slept_for_and_a_deadline_cuts_the_spin(
+def test_a_frame_after_the_spin_is_slept_for_once_the_window_has_passed(
     pipe: tuple[int, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     r, w = pipe
     os.set_blocking(r, False)
-    selects = _Selects(monkeypatch)
-    reader = wire.FrameReader(r, spin_s=0.01)
-    writer = _later(w, wire.encode({"t": "run"}), 0.2)
+    selects = _Selects(monkeypatch, r)
+    reader = wire.FrameReader(r, spin_s=0.05)
+    begun = time.monotonic()
+    writer = _later(w, wire.encode({"t": "run"}), 0.3)
     assert reader.read(deadline=time.monotonic() + 10) == ({"t": "run"}, b"")
     writer.join()
     assert selects.count >= 1
+    assert selects.times[0] - begun >= 0.05  # it looked for the whole window first
+
+
+def test_a_deadline_cuts_the_spin_short(pipe: tuple[int, int]) -> None:
+    r, _ = pipe
+    os.set_blocking(r, False)
     spinning = wire.FrameReader(r, spin_s=30.0)  # a window far past the deadline
     begun = time.monotonic()
     with pytest.raises(wire.WireTimeout):
         spinning.read(deadline=time.monotonic() + 0.1)
     assert time.monotonic() - begun < 2
+
+
+def test_after_a_wait_the_spin_missed_the_next_sleeps_until_a_wait_is_short_again(
+    pipe: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Waits as long as upstream calls are slept through, not spun through in turn."""
+    r, w = pipe
+    os.set_blocking(r, False)
+    selects = _Selects(monkeypatch, r)
+    reader = wire.FrameReader(r, spin_s=0.05)
+    frame = wire.encode({"t": "reply"})
+
+    def wait_for(after_s: float) -> float:
+        """Seconds from the read's start to its first sleep (inf: it never slept)."""
+        selects.times.clear()
+        begun = time.monotonic()
+        writer = _later(w, frame, after_s)
+        assert reader.read(deadline=begun + 10) == ({"t": "reply"}, b"")
+        writer.join()
+        return selects.times[0] - begun if selects.times else float("inf")
+
+    assert wait_for(0.2) >= 0.05  # spun its window, then slept: the spin is off
+    assert wait_for(0.2) < 0.04  # slept at once, for a long wait: still off
+    assert wait_for(0.0) < 0.04  # slept at once, for a short wait: on again
+    assert wait_for(0.01) == float("inf")  # caught by the spin
+    assert wait_for(0.2) >= 0.05
+    reader.set_spin(0.05)  # a new run: a fresh guess
+    assert wait_for(0.01) == float("inf")
+
+
+def test_at_the_deadline_a_frame_already_there_is_still_read(pipe: tuple[int, int]) -> None:
+    r, w = pipe  # a blocking pipe: its reader waits before it reads
+    os.write(w, wire.encode({"t": "done"}))
+    reader = wire.FrameReader(r)
+    assert reader.read(deadline=time.monotonic() - 1) == ({"t": "done"}, b"")
+
+
+def test_a_refused_yield_ends_the_spin_and_the_frame_is_slept_for(
+    pipe: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Looking again without yielding could starve the peer on this CPU, so a filter
+    refusing sched_yield turns the spin off; the read itself still succeeds."""
+    r, w = pipe
+    os.set_blocking(r, False)
+
+    def refused() -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(wire.os, "sched_yield", refused)
+    reader = wire.FrameReader(r, spin_s=1.0)
+    writer = _later(w, wire.encode({"t": "reply"}), 0.05)
+    assert reader.read(deadline=time.monotonic() + 10) == ({"t": "reply"}, b"")
+    writer.join()
+    assert reader.spin_s == 0.0
+
+
+@pytest.mark.parametrize(
+    ("cpus", "busy", "spins"),
+    [(2, 1, True), (2, 2, False), (4, 2, True), (4, 3, False), (1, 1, False)],
+)
+def test_a_run_spins_only_while_each_busy_reader_has_a_cpu(
+    monkeypatch: pytest.MonkeyPatch, cpus: int, busy: int, spins: bool
+) -> None:
+    monkeypatch.setattr(wire.os, "sched_getaffinity", lambda _pid: set(range(cpus)))
+    assert wire.spin_for(busy) == (wire.SPIN_S if spins else 0.0)
 
 
 # -- the engine process's end: whichever thread waits reads ------------------------------

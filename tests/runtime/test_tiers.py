@@ -412,7 +412,7 @@ def test_an_engine_process_gets_each_grant_once_and_runs_name_it_by_number(
         runs = [f for f in sent if f["t"] == "run"]
         assert [(w["ref"], w["forget"]) for w in warms] == [(1, []), (2, [])]
         assert [r["grant"] for r in runs] == [1, 1, 2]
-        assert all(set(r) == {"t", "code", "grant", "limits", "probe"} for r in runs)
+        assert all(set(r) == {"t", "code", "grant", "limits", "probe", "spin_us"} for r in runs)
         # A third grant makes the engine forget the least recently used (0's); 0, then
         # 1, come back under new numbers, each pushing out the oldest in its turn.
         assert [which(p) for p in (profiles[2], profiles[0], profiles[1])] == ["2\n", "0\n", "1\n"]
