@@ -15,9 +15,6 @@ import math
 import secrets
 import time
 
-from joserfc import jwt
-from joserfc.jwk import OctKey
-
 from runtime.broker.token_block import JwtKey, Secret
 from runtime.errors import GrantsError
 
@@ -63,6 +60,11 @@ def mint(
     header: dict[str, object] = {"alg": "HS256", "typ": "JWT"}
     if block.key_id:
         header["kid"] = block.key_id
+    # joserfc is imported by the first run that mints (~50 ms), not by every process
+    # that loads grants: a server of static keys never needs it.
+    from joserfc import jwt
+    from joserfc.jwk import OctKey
+
     key = OctKey.import_key(block.secret.reveal().encode("utf-8"))
     token = jwt.encode(header, dict(sorted(claims.items())), key, algorithms=["HS256"])
     if not token or not all(0x21 <= ord(ch) <= 0x7E for ch in token):

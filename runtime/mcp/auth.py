@@ -35,17 +35,18 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import anyio
 import httpx
 import orjson
-from joserfc import jwt
-from joserfc.errors import JoseError
-from joserfc.jwk import KeySet
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
+
+if TYPE_CHECKING:  # joserfc is imported where a token is checked: a server without
+    # --auth (most) never pays its import (~50 ms)
+    from joserfc.jwk import KeySet
 
 #: Bytes of an auth file or JWKS file read at most: both are a few entries.
 MAX_FILE_BYTES = 1 << 20
@@ -194,6 +195,9 @@ def _jwt_rule(block: Any, base: Path, where: str) -> JwtRule:
 
 
 def _key_set(jwks: Any, at: str) -> KeySet:
+    from joserfc.errors import JoseError
+    from joserfc.jwk import KeySet
+
     try:
         keys = KeySet.import_key_set(jwks)
     except (JoseError, ValueError, TypeError, KeyError) as exc:
@@ -302,6 +306,9 @@ class CallerVerifier:
 
 
 def _verify_jwt(token: str, rule: JwtRule) -> AccessToken | None:
+    from joserfc import jwt
+    from joserfc.errors import JoseError
+
     try:
         decoded = jwt.decode(token, rule.source.keys)
         jwt.JWTClaimsRegistry(

@@ -259,3 +259,22 @@ def test_a_reply_echoing_the_signing_key_is_not_delivered() -> None:
     found = Reflection(credential.secrets()).found
     assert found(b'{"debug": {"hs256_secret": "' + SIGNING.encode() + b'"}}')
     assert not found(b'{"debug": "nothing of the grant here"}')
+
+
+def test_joserfc_is_imported_by_the_first_mint_not_by_loading_grants() -> None:
+    """A process serving static keys (most) never pays joserfc's import (~50 ms)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "import runtime.mcp.cli, runtime.mcp.server, runtime.mcp.runner, runtime.cli\n"
+        "print('joserfc' in sys.modules)\n"
+        "from runtime.broker.tokens import mint\n"
+        "from runtime.broker.token_block import JwtKey, Secret\n"
+        f"block = JwtKey(secret_env='K', audience='a', secret=Secret({SIGNING!r}))\n"
+        "mint(block, caller='c')\n"
+        "print('joserfc' in sys.modules)\n"
+    )
+    seen = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert seen.stdout.split() == ["False", "True"], seen.stderr

@@ -134,6 +134,43 @@ def test_search_ranks_by_what_an_operation_does() -> None:
     assert catalog.describe("memory.agent_memory_namespace_delete") is None
 
 
+def test_a_catalog_builds_its_search_index_at_the_first_search_and_only_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The index is not part of the server's start (GitHub's takes a tenth of a second),
+    and concurrent first searches build it once."""
+    import threading
+
+    result = build.run(
+        str(ROOT / "examples/memory_grant/agent-memory.openapi.json"),
+        build.Options(global_name="memory"),
+    )
+    built: list[int] = []
+    real = Index.build
+
+    def counted(ops):  # type: ignore[no-untyped-def]
+        built.append(len(ops))
+        return real(ops)
+
+    monkeypatch.setattr(tools.Index, "build", staticmethod(counted))
+    view = read_grant(ROOT / "examples/memory_grant/grants.json", "agent-memory")
+    catalog = tools.Catalog(allowed(result, view.allow), result.types, "memory")
+    assert built == []
+    assert catalog.describe("memory.agent_memory_recall") is not None
+    assert built == []  # describing needs no index
+    answers: list[str] = []
+    searchers = [
+        threading.Thread(target=lambda: answers.append(catalog.search("recall memories", 1)))
+        for _ in range(4)
+    ]
+    for t in searchers:
+        t.start()
+    for t in searchers:
+        t.join()
+    assert built == [3]
+    assert len(set(answers)) == 1 and "agent_memory_recall" in answers[0]
+
+
 def test_the_last_check_knows_every_secret_of_the_token_block(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """execute's answer is searched for the grant's secrets before it leaves the server:
     for a basic block that is the password as well as the user, not only a static key."""
