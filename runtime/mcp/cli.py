@@ -7,6 +7,7 @@ variable, the document, the address, the auth file) is refused before the server
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import os
 import re
@@ -219,8 +220,6 @@ def mcp(
     One profile by flags, or with --config FILE the several profiles, callers, quotas,
     audit sinks and telemetry of a server many agents share.
     """
-    from runtime.mcp.auth import load_auth
-
     ctx = click.get_current_context()
     if ctx.invoked_subcommand is not None:
         return
@@ -251,7 +250,7 @@ def mcp(
             profiles=((profile_name, spec, server_url, base_url),),
             caller=caller,
             http=http,
-            auth=(lambda: load_auth(auth_file)) if auth_file is not None else None,
+            auth=functools.partial(_auth_file, auth_file) if auth_file is not None else None,
             origins=origins,
             hosts=hosts,
             timeout_s=timeout_s,
@@ -314,9 +313,24 @@ class _Settings:
     audit_otel: bool = False
 
 
+def _auth_file(path: Path) -> AuthConfig:
+    """The --auth file's settings. The auth module (and with it the MCP SDK) is imported
+    only here: a server without auth imports the SDK after its engine processes have
+    started, which then start while it does."""
+    from runtime.mcp.auth import load_auth
+
+    return load_auth(path)
+
+
+def _auth_block(block: dict, where: str, base: Path) -> AuthConfig:
+    """A config file's `auth` block, read as `_auth_file` reads a file."""
+    from runtime.mcp.auth import parse_auth
+
+    return parse_auth(block, where, base)
+
+
 def _from_config(path: Path) -> _Settings:
     """The settings a config file gives, checked as the flags are; one line if not."""
-    from runtime.mcp.auth import parse_auth
     from runtime.mcp.config import ConfigError, load_config
 
     try:
@@ -331,7 +345,9 @@ def _from_config(path: Path) -> _Settings:
     if config.auth is None and config.caller is None:
         _refuse(f"{where}: caller is required (or auth with listen, where each token names it)")
     block, base = config.auth, config.path.resolve().parent
-    auth = (lambda: parse_auth(block, f"{where}: auth", base)) if block is not None else None
+    auth = (
+        functools.partial(_auth_block, block, f"{where}: auth", base) if block is not None else None
+    )
     _telemetry(config, where)
     return _Settings(
         grants=config.grants,
@@ -402,16 +418,21 @@ def _serve(settings: _Settings) -> None:
         )
 
     from runtime.mcp.audit import AuditFileError, AuditLog
-    from runtime.mcp.auth import AuthFileError
     from runtime.mcp.runner import GrantError, close_pool, open_grants, pool_started
-    from runtime.mcp.server import build_server, prepare, serve_http, serve_stdio
 
+    auth = None
+    if settings.auth is not None:
+        from runtime.mcp.auth import AuthFileError
+
+        try:
+            auth = settings.auth()
+        except AuthFileError as exc:
+            _refuse(str(exc))
     grants: tuple = ()
     try:
-        auth = settings.auth() if settings.auth is not None else None
-        # The engine processes start while this process builds the catalog (both take
-        # a few tenths of a second on a large document); a tier that cannot start is
-        # still refused before the server answers anyone.
+        # The engine processes start while this process imports the MCP SDK and builds
+        # the catalog (each takes a few tenths of a second, the SDK more); a tier that
+        # cannot start is still refused before the server answers anyone.
         grants = open_grants(
             settings.grants,
             [name for name, _, _, _ in settings.profiles],
@@ -423,6 +444,8 @@ def _serve(settings: _Settings) -> None:
             isolation=settings.isolation,
             wait=False,
         )
+        from runtime.mcp.server import build_server, prepare, serve_http, serve_stdio
+
         prepared = [
             prepare(spec, grant, server_url)
             for grant, (_, spec, server_url, _) in zip(grants, settings.profiles, strict=True)
@@ -434,7 +457,7 @@ def _serve(settings: _Settings) -> None:
             otel=settings.audit_otel,
         )
         pool_started(grants)
-    except (GrantError, SpecError, AuditFileError, AuthFileError) as exc:
+    except (GrantError, SpecError, AuditFileError) as exc:
         close_pool(grants)
         _refuse(str(exc))
     server = build_server(prepared, audit, auth)
