@@ -113,70 +113,66 @@ class _Selects:
         return len(self.times)
 
 
-def test_a_frame_within_the_spin_is_read_without_sleeping(
+#: The spin window of the tests below, and waits well inside and well past it.
+WINDOW, SHORT, LONG = 0.2, 0.02, 0.5
+
+
+def _first_sleep(reader: wire.FrameReader, selects: _Selects, w: int, after_s: float) -> float:
+    """Read a frame written `after_s` from now: seconds from the read's start to its
+    first sleep in `select` (inf: it never slept)."""
+    selects.times.clear()
+    begun = time.monotonic()
+    writer = _later(w, wire.encode({"t": "reply"}), after_s)
+    assert reader.read(deadline=begun + 10) == ({"t": "reply"}, b"")
+    writer.join()
+    return selects.times[0] - begun if selects.times else float("inf")
+
+
+@pytest.fixture
+def spinning(
     pipe: tuple[int, int], monkeypatch: pytest.MonkeyPatch
-) -> None:
+) -> tuple[wire.FrameReader, _Selects, int]:
+    """A reader with a 200 ms window on a non-blocking pipe, its sleeps, the write end:
+    the window is wide, so a loaded machine's late thread still writes within it."""
     r, w = pipe
     os.set_blocking(r, False)
-    selects = _Selects(monkeypatch, r)
-    reader = wire.FrameReader(r, spin_s=2.0)
-    writer = _later(w, wire.encode({"t": "reply", "id": 1}, b"ok"), 0.05)
-    assert reader.read(deadline=time.monotonic() + 10) == ({"t": "reply", "id": 1}, b"ok")
-    writer.join()
-    assert selects.count == 0
+    return wire.FrameReader(r, spin_s=WINDOW), _Selects(monkeypatch, r), w
+
+
+def test_a_frame_within_the_spin_is_read_without_sleeping(
+    spinning: tuple[wire.FrameReader, _Selects, int],
+) -> None:
+    assert _first_sleep(*spinning, after_s=SHORT) == float("inf")
 
 
 def test_a_frame_after_the_spin_is_slept_for_once_the_window_has_passed(
-    pipe: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+    spinning: tuple[wire.FrameReader, _Selects, int],
 ) -> None:
-    r, w = pipe
-    os.set_blocking(r, False)
-    selects = _Selects(monkeypatch, r)
-    reader = wire.FrameReader(r, spin_s=0.05)
-    begun = time.monotonic()
-    writer = _later(w, wire.encode({"t": "run"}), 0.3)
-    assert reader.read(deadline=time.monotonic() + 10) == ({"t": "run"}, b"")
-    writer.join()
-    assert selects.count >= 1
-    assert selects.times[0] - begun >= 0.05  # it looked for the whole window first
+    assert WINDOW <= _first_sleep(*spinning, after_s=LONG) < float("inf")
 
 
 def test_a_deadline_cuts_the_spin_short(pipe: tuple[int, int]) -> None:
     r, _ = pipe
     os.set_blocking(r, False)
-    spinning = wire.FrameReader(r, spin_s=30.0)  # a window far past the deadline
+    long_window = wire.FrameReader(r, spin_s=30.0)  # a window far past the deadline
     begun = time.monotonic()
     with pytest.raises(wire.WireTimeout):
-        spinning.read(deadline=time.monotonic() + 0.1)
+        long_window.read(deadline=time.monotonic() + 0.1)
     assert time.monotonic() - begun < 2
 
 
 def test_after_a_wait_the_spin_missed_the_next_sleeps_until_a_wait_is_short_again(
-    pipe: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+    spinning: tuple[wire.FrameReader, _Selects, int],
 ) -> None:
     """Waits as long as upstream calls are slept through, not spun through in turn."""
-    r, w = pipe
-    os.set_blocking(r, False)
-    selects = _Selects(monkeypatch, r)
-    reader = wire.FrameReader(r, spin_s=0.05)
-    frame = wire.encode({"t": "reply"})
-
-    def wait_for(after_s: float) -> float:
-        """Seconds from the read's start to its first sleep (inf: it never slept)."""
-        selects.times.clear()
-        begun = time.monotonic()
-        writer = _later(w, frame, after_s)
-        assert reader.read(deadline=begun + 10) == ({"t": "reply"}, b"")
-        writer.join()
-        return selects.times[0] - begun if selects.times else float("inf")
-
-    assert wait_for(0.2) >= 0.05  # spun its window, then slept: the spin is off
-    assert wait_for(0.2) < 0.04  # slept at once, for a long wait: still off
-    assert wait_for(0.0) < 0.04  # slept at once, for a short wait: on again
-    assert wait_for(0.01) == float("inf")  # caught by the spin
-    assert wait_for(0.2) >= 0.05
-    reader.set_spin(0.05)  # a new run: a fresh guess
-    assert wait_for(0.01) == float("inf")
+    reader = spinning[0]
+    assert _first_sleep(*spinning, after_s=LONG) >= WINDOW  # spun, then slept: spin off
+    assert _first_sleep(*spinning, after_s=LONG) < WINDOW / 2  # slept at once: still off
+    assert _first_sleep(*spinning, after_s=SHORT) < WINDOW / 2  # slept, short: on again
+    assert _first_sleep(*spinning, after_s=SHORT) == float("inf")  # caught by the spin
+    assert _first_sleep(*spinning, after_s=LONG) >= WINDOW
+    reader.set_spin(WINDOW)  # a new run: a fresh guess
+    assert _first_sleep(*spinning, after_s=SHORT) == float("inf")
 
 
 def test_at_the_deadline_a_frame_already_there_is_still_read(pipe: tuple[int, int]) -> None:
