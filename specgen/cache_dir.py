@@ -81,6 +81,30 @@ def unseal(path: Path, blob: bytes) -> bytes | None:
     return body
 
 
+def read_sealed(path: Path) -> bytes | None:
+    """The body of the entry at `path` when it and its folder are ours alone and its MAC
+    is right, else None: what every cache here checks before it interprets a byte."""
+    from specgen.files import read_trusted
+
+    blob = read_trusted(path)
+    return unseal(path, blob) if blob is not None else None
+
+
+def write_sealed(path: Path, body: bytes) -> None:
+    """Write `body` sealed at `path`, atomically and readable by this user alone. Best
+    effort: a read-only or full cache folder costs the next reader a rebuild, nothing
+    more, so nothing is raised."""
+    from specgen.files import write_atomic
+
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        sealed = seal(path, body)
+        if sealed is not None:
+            write_atomic(path, sealed, mode=0o600)
+    except OSError:
+        pass
+
+
 def _mac(key: bytes, name: str, body: bytes) -> bytes:
     return hmac.digest(key, name.encode("utf-8", "surrogateescape") + b"\0" + body, "sha256")
 

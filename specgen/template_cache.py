@@ -23,8 +23,7 @@ from pathlib import Path
 
 import jinja2
 
-from specgen.cache_dir import cache_dir, seal, unseal
-from specgen.files import read_trusted
+from specgen.cache_dir import cache_dir, read_sealed, write_sealed
 
 
 class TemplateCache(jinja2.BytecodeCache):
@@ -62,21 +61,10 @@ class TemplateCache(jinja2.BytecodeCache):
         return (self.directory or cache_dir()) / f"jinja-{key}.bin"
 
     def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-        path = self._path(bucket)
-        blob = read_trusted(path)
-        body = unseal(path, blob) if blob is not None else None
+        body = read_sealed(self._path(bucket))
         if body is None:
             return
         bucket.bytecode_from_string(body)  # stale source or versions: bucket stays empty
 
     def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-        from specgen.files import write_atomic
-
-        path = self._path(bucket)
-        try:
-            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            sealed = seal(path, bucket.bytecode_to_string())
-            if sealed is not None:
-                write_atomic(path, sealed, mode=0o600)
-        except OSError:
-            pass  # a read-only or full cache folder costs a compile next time, nothing more
+        write_sealed(self._path(bucket), bucket.bytecode_to_string())

@@ -32,8 +32,7 @@ from wasmtime import _ffi as ffi
 
 from runtime.errors import EngineError
 from runtime.sandbox import wasi, wasm_layout
-from specgen.cache_dir import cache_dir, seal, unseal
-from specgen.files import read_trusted, write_atomic
+from specgen.cache_dir import cache_dir, read_sealed, write_sealed
 
 #: The engine's pins (sources, toolchain, the built module's hash): one file, read by
 #: the build (engine_build/build.py) and by this loader.
@@ -200,11 +199,10 @@ def _read_cached(engine: wasmtime.Engine, path: Path) -> wasmtime.Module | None:
     An entry is native code the host process will run: it is deserialised only when its
     HMAC under the per-user cache secret is right (specgen/cache_dir.py), so a file
     planted by a checkout or a restored cache, ours by ownership, is never loaded; and
-    `read_trusted` reads the entry only if it and its
+    `read_sealed` reads the entry only if it and its
     folder are ours alone, checked on the open folder and file themselves, so a folder
     swapped between the check and the read is never what gets deserialised."""
-    blob = read_trusted(path)
-    body = unseal(path, blob) if blob is not None else None
+    body = read_sealed(path)
     if body is None:
         return None
     try:
@@ -215,14 +213,7 @@ def _read_cached(engine: wasmtime.Engine, path: Path) -> wasmtime.Module | None:
 
 def _write_cached(module: wasmtime.Module, path: Path) -> None:
     """Atomic: a reader sees the old entry, no entry, or the whole new one. Best effort."""
-    body = bytes(module.serialize())
-    try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        sealed = seal(path, body)
-        if sealed is not None:
-            write_atomic(path, sealed, mode=0o600)
-    except OSError:
-        pass  # a read-only or full cache dir costs a compile next time, nothing more
+    write_sealed(path, bytes(module.serialize()))
 
 
 def load_module(
@@ -257,9 +248,7 @@ def ensure_cached() -> None:
     second each), or find no folder at all to see. The process that starts engine
     processes calls this first; with a cache folder that cannot be written, nothing is
     stored and the engine processes compile as before."""
-    path = cache_path()
-    blob = read_trusted(path)
-    if blob is None or unseal(path, blob) is None:
+    if read_sealed(cache_path()) is None:
         load_module(make_engine(pooled=False))
 
 
