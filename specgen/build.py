@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 from specgen.errors import SpecError
 from specgen.files import write_atomic
-from specgen.load import Source, load
+from specgen.load import Source, load, parse
 from specgen.operations import Generated, generate
 from specgen.quoting import go_quote, visible
 from specgen.render import FILES, artifacts
@@ -74,12 +74,15 @@ def _check_has_paths(source: Source) -> None:
         )
 
 
-def run(spec: str, options: Options, *, render_files: bool = True) -> Result:
+def run(
+    spec: str, options: Options, *, render_files: bool = True, raw: bytes | None = None
+) -> Result:
     """Load, check and derive the client from `spec`; with `render_files` False the
     files are not rendered (`files` is empty): `specgen mcp` needs the operations and
     their types, not the preamble and allow list, which come from the grant, and
-    rendering them was a third of its start on a large document."""
-    source = load(spec)
+    rendering them was a third of its start on a large document. `raw`: the document's
+    bytes, already read by a caller that needed them first (`spec` then only names it)."""
+    source = load(spec) if raw is None else Source(spec, parse(spec, raw))
     check_version(source)
     if options.validate:
         from specgen.validate import structural_error_line

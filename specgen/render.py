@@ -11,13 +11,12 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import jinja2
-
 from specgen.allow import AllowEntry, entry_json
 from specgen.quoting import go_quote, js_string, ts_comment, visible
-from specgen.template_cache import TemplateCache
 
 if TYPE_CHECKING:  # only template data here; `specgen run` renders its client without it
+    import jinja2
+
     from specgen.operations import Generated
     from specgen.typescript import Param, TypeSet
 
@@ -35,7 +34,14 @@ def environment(html: bool = False) -> jinja2.Environment:
     Generated code and JSON must never be HTML-escaped (their escaping is the `js`
     filter's job), while a page must escape everything it did not write itself.
     Compiled templates are kept on disk (`TemplateCache`), not compiled on every start.
+    Jinja2 is imported here, at the first render: an MCP server whose start was kept
+    (runtime/mcp/start_cache.py) renders nothing until a search, and the import is a
+    tenth of a second of its start otherwise.
     """
+    import jinja2
+
+    from specgen.template_cache import TemplateCache
+
     dirs = [str(d) for d in TEMPLATE_DIRS if d.is_dir()]
     if not dirs:
         raise RuntimeError("specgen templates are missing from this installation")

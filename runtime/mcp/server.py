@@ -29,7 +29,7 @@ import socket
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, NamedTuple
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
@@ -40,15 +40,15 @@ from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnno
 from pydantic import Field
 
 from runtime import MAX_APPROVAL_TIMEOUT_S, telemetry
-from runtime.mcp import guard
+from runtime.mcp import guard, start_cache
 from runtime.mcp.approval import ElicitApprover, can_elicit
 from runtime.mcp.audit import AuditLog
 from runtime.mcp.auth import AuthConfig, CallerVerifier, auth_settings, authenticated_caller
 from runtime.mcp.round_trips import KEEP_FINISHED_S, RoundTrips, declares_form, uses_input_required
 from runtime.mcp.runner import Grant, Run, Together, as_one, engine_error
-from runtime.mcp.tools import Catalog, execute_answer
-from specgen import build as pipeline
-from specgen.grant_view import GrantView, allowed, grant_description
+from runtime.mcp.tools import Catalog, CatalogPart, execute_answer
+from specgen.allow import AllowEntry
+from specgen.load import read_bytes
 from specgen.render import render
 
 #: Sandboxes that may run at once; later executes wait for a slot.
@@ -77,11 +77,11 @@ class Prepared:
 
 
 def prepare(spec: str, grant: Grant, server: str | None = None) -> Prepared:
-    """Generate the client's types from `spec` and keep what the grant permits."""
-    result = pipeline.run(
-        spec, pipeline.Options(global_name=grant.global_name, server=server), render_files=False
-    )
-    view = GrantView(
+    """Generate the client's types from `spec` and keep what the grant permits; what an
+    earlier start derived from the same document, grant and code is read back instead
+    (runtime/mcp/start_cache.py)."""
+    name, document = read_bytes(spec)
+    view = GrantViewInputs(
         grant.name,
         grant.allow,
         grant.token_kind,
@@ -89,20 +89,62 @@ def prepare(spec: str, grant: Grant, server: str | None = None) -> Prepared:
         grant.response_headers,
         grant.route_response_headers,
     )
-    permitted = allowed(result, view.allow)
-    full = grant_description(result, view, permitted)
+    key = start_cache.key_of(document, (name, server, view))
+    path = start_cache.entry_path(spec, grant.global_name, grant.name) if spec != "-" else None
+    kept = start_cache.load(path, key) if path is not None else None
+    if isinstance(kept, Derived):
+        return Prepared(grant, Catalog.from_parts(kept.parts), kept.instructions, kept.title)
+    derived = _derive(name, document, view, server)
+    if path is not None:
+        start_cache.store(path, key, derived)
+    return Prepared(grant, Catalog.from_parts(derived.parts), derived.instructions, derived.title)
+
+
+class GrantViewInputs(NamedTuple):
+    """What of a grant the catalog and instructions are derived from (`GrantView`'s
+    arguments, in its order)."""
+
+    name: str
+    allow: tuple[AllowEntry, ...]
+    token_kind: str
+    global_name: str
+    response_headers: tuple[str, ...]
+    route_response_headers: tuple[str, ...]
+
+
+class Derived(NamedTuple):
+    """What `prepare` derives from the document and the grant alone: what a start keeps."""
+
+    parts: tuple[CatalogPart, ...]
+    instructions: str
+    title: str
+
+
+def _derive(name: str, document: bytes, view: GrantViewInputs, server: str | None) -> Derived:
+    from specgen import build as pipeline
+    from specgen.grant_view import GrantView, allowed, grant_description
+
+    result = pipeline.run(
+        name,
+        pipeline.Options(global_name=view.global_name, server=server),
+        render_files=False,
+        raw=document,
+    )
+    grant_view = GrantView(*view)
+    permitted = allowed(result, grant_view.allow)
+    full = grant_description(result, grant_view, permitted)
     if len(full) <= MAX_INSTRUCTIONS:
         instructions = full
     else:
         instructions = render(
             "mcp/instructions.txt.j2",
             gen=result.gen,
-            view=view,
-            global_name=grant.global_name,
+            view=grant_view,
+            global_name=view.global_name,
             count=len(permitted),
         )
-    catalog = Catalog(permitted, result.types, grant.global_name)
-    return Prepared(grant, catalog, instructions, result.gen.title or "")
+    parts = Catalog(permitted, result.types, view.global_name).parts
+    return Derived(parts, instructions, result.gen.title or "")
 
 
 def _text(text: str, is_error: bool = False) -> CallToolResult:

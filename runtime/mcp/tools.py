@@ -29,6 +29,10 @@ MAX_CALLS_SHOWN = 64
 MAX_HIT_TYPE = 160
 WITHHELD = "[withheld: the grant's key]"
 
+#: One profile's share of a catalog: its global, the types it names, its permitted
+#: operations in the grant's order.
+CatalogPart = tuple[str, TypeSet, tuple[Allowed, ...]]
+
 
 def _cut(text: str, limit: int) -> tuple[str, bool]:
     if len(text) <= limit:
@@ -194,16 +198,24 @@ class Catalog:
         self._setup(((global_name, types, tuple(allowed)),))
 
     @classmethod
+    def from_parts(cls, parts: tuple[CatalogPart, ...]) -> Catalog:
+        """The catalog of `parts`, as another catalog's `parts` gave them (a server keeps
+        them between starts, runtime/mcp/start_cache.py)."""
+        made = cls.__new__(cls)
+        made._setup(parts)
+        return made
+
+    @classmethod
     def joined(cls, catalogs: Sequence[Catalog]) -> Catalog:
         """One catalog of every operation of `catalogs` (the profiles of one run)."""
         if len(catalogs) == 1:
             return catalogs[0]
-        joined = cls.__new__(cls)
-        joined._setup(tuple(part for c in catalogs for part in c._parts))
-        return joined
+        return cls.from_parts(tuple(part for c in catalogs for part in c.parts))
 
-    def _setup(self, parts: tuple[tuple[str, TypeSet, tuple[Allowed, ...]], ...]) -> None:
-        self._parts = parts
+    def _setup(self, parts: tuple[CatalogPart, ...]) -> None:
+        #: (global, its types, the permitted operations) of each profile: all the
+        #: catalog is made of, plain data.
+        self.parts = parts
         #: (global, the types it names, the permitted operation), in the grants' order.
         self._entries = [(g, types, a) for g, types, allowed in parts for a in allowed]
         self._by_name = {f"{g}.{a.types.op.name}": i for i, (g, _, a) in enumerate(self._entries)}
@@ -238,7 +250,7 @@ class Catalog:
 
     def _find(self, name: str) -> int | None:
         found = self._by_name.get(name)
-        if found is None and len(self._parts) == 1:  # the bare name of a one-API catalog
+        if found is None and len(self.parts) == 1:  # the bare name of a one-API catalog
             found = self._by_name.get(f"{self.global_names[0]}.{name}")
         return found
 
