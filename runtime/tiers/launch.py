@@ -119,7 +119,9 @@ def command(tier: str, hidden: Iterable[Path] = (), *, escape_hook: bool = False
     bwrap = _require("bwrap", tier)
     runsc = _require("runsc", tier) if tier == "gvisor" else None
     folders = visible_folders()
-    view = [*_system_binds()]
+    # The scratch tmpfs first: a folder the engine needs that lies under /tmp (a
+    # checkout or cache folder there) is then bound over it, not hidden by it.
+    view = ["--size", str(SCRATCH_BYTES), "--tmpfs", "/tmp", *_system_binds()]
     for folder in folders:
         view += ["--ro-bind", str(folder), str(folder)]
     for path in hidden:
@@ -129,7 +131,7 @@ def command(tier: str, hidden: Iterable[Path] = (), *, escape_hook: bool = False
     # The dynamic loader's cache: how the engine process finds libseccomp to load its
     # filter (a list of library paths, nothing of the operator's).
     view += ["--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache"]
-    view += ["--proc", "/proc", "--size", str(SCRATCH_BYTES), "--tmpfs", "/tmp", "--chdir", "/tmp"]
+    view += ["--proc", "/proc", "--chdir", "/tmp"]
 
     python = [
         sys.executable,

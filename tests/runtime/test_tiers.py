@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -422,3 +423,42 @@ def test_an_engine_process_gets_each_grant_once_and_runs_name_it_by_number(
         assert len(engine._keys) == boundary.MAX_GRANTS
     finally:
         engine.close()
+
+
+_SEEN_FROM_INSIDE = """
+import os
+entry = {entry!r}
+try:
+    open(os.path.join(os.path.dirname(entry), "planted"), "w")
+    writable = True
+except OSError:
+    writable = False
+result = [open(entry, "rb").read(64).hex(), writable, open("/tmp/scratch", "w").write("x")]
+"""
+
+
+@pytest.mark.parametrize("tier", ["worker", "gvisor"])
+def test_an_engine_process_sees_its_folders_when_they_lie_under_tmp(
+    tier: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cache folder or checkout under /tmp (PLIMSOLL_CACHE_DIR there, a CI clone) is
+    bound over the engine's scratch tmpfs, not hidden under it. Hidden, each engine
+    process found an empty folder there, compiled the engine itself (half a second of
+    every start) into its own scratch space, and a virtual environment there was not
+    seen at all."""
+    from runtime.sandbox.engine import cache_path, ensure_cached
+    from runtime.tiers.boundary import EngineProcess
+    from specgen.cache_dir import CACHE_ENV
+
+    assert str(tmp_path).startswith("/tmp/")
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    ensure_cached()
+    entry = cache_path()
+    engine = EngineProcess(tier, escape_hook=True)
+    try:
+        engine.send({"t": "escape", "source": _SEEN_FROM_INSIDE.format(entry=str(entry))})
+        frame, _ = engine.read(time.monotonic() + 60)
+    finally:
+        engine.close()
+    # The operator's folder, read-only, beside a writable scratch space.
+    assert frame == {"t": "escaped", "result": [entry.read_bytes()[:64].hex(), False, 1]}, frame
