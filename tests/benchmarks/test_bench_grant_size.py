@@ -25,7 +25,8 @@ loaded box slows both sides alike; the load average is printed beside them.
   allow list as the grant, beside the pipeline alone. Target <= 0.7 s.
 - `specgen mcp` ready: wall time from starting `specgen mcp` on GitHub's document and full
   grant (stdio) to its answer to `initialize`, beside the same for a bare SDK server with
-  one tool (the floor the official SDK's own import and start set).
+  one tool (the floor the official SDK's own import and start set): a first start, and
+  a start again with what the first derived kept (runtime/mcp/start_cache.py).
 - `specgen --help`: CPU seconds of the process (user + system), beside `python -c pass`.
   Target <= 0.1 s.
 """
@@ -47,6 +48,7 @@ import httpx
 import pytest
 
 from runtime import Broker, GuestGrant, HostReply, HostRequest, Limits, Profile, Secret, sandbox
+from runtime.mcp.start_cache import entry_path
 from specgen.allow import parse_entry
 from specgen.routes import Route
 from tests.runtime.loopback import FakeAPI
@@ -396,12 +398,23 @@ def test_bench_mcp_ready_on_githubs_full_grant(tmp_path: Path) -> None:
     ours += ["--caller", "bench", "--spec", str(GITHUB)]
     bare = [sys.executable, "-c", _BARE_SERVER]
     _ready(ours, env), _ready(bare, env)  # the page cache and bytecode, for both
-    t = _rounds({"ours": lambda: _ready(ours, env), "bare": lambda: _ready(bare, env)}, rounds=5)
+
+    def first() -> float:
+        """A start with no entry kept for it (the user cache's compiled engine and
+        templates are there: an engine process cannot see a cache folder under /tmp)."""
+        entry_path(str(GITHUB), "github", "github").unlink(missing_ok=True)
+        return _ready(ours, env)
+
+    t = _rounds(
+        {"first": first, "again": lambda: _ready(ours, env), "bare": lambda: _ready(bare, env)},
+        rounds=7,
+    )
     print(
         f"\nspecgen mcp ready, GitHub's document and its {len(allow)}-entry grant (load {_load()})"
     )
-    print(f"  bare SDK server   {t['bare']:6.3f} s")
-    print(
-        f"  specgen mcp       {t['ours']:6.3f} s   {t['ours'] / t['bare']:5.2f}x the bare server"
-        " (target <= 0.7 s)"
-    )
+    print(f"  bare SDK server         {t['bare']:6.3f} s")
+    for name, what in (("first", "first start"), ("again", "started again")):
+        print(
+            f"  specgen mcp, {what:13} {t[name]:6.3f} s   {t[name] / t['bare']:5.2f}x the bare"
+            " server (target <= 0.7 s)"
+        )
