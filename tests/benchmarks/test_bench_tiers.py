@@ -4,6 +4,9 @@ Run with `PLIMSOLL_BENCH=1 .venv/bin/python -m pytest -q -s tests/benchmarks/tes
 Every call goes to the same loopback API (tests/runtime/loopback.py), so what differs
 between the tiers is where the engine runs:
 
+Every figure is a median over rounds that run each tier once in turn (interleaved), so
+the tiers are measured side by side.
+
 - a host call: (a run making N awaited calls - a run making none) / N, per tier, and
   what the pipe adds to one call over the process tier (target: at most 40 us), for
   calls the broker refuses itself (past the profile's max_calls: no upstream, so the
@@ -19,6 +22,7 @@ from __future__ import annotations
 import os
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -38,13 +42,16 @@ CALLS = 200
 FRESH = 200
 
 
-def _median(run, n: int) -> float:
-    samples = []
-    for _ in range(n):
-        start = time.perf_counter()
-        run()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+def _interleaved(variants: dict[str, Callable[[], object]], rounds: int) -> dict[str, float]:
+    """Median seconds of each variant over rounds that run every variant once, so a
+    machine slower for a while slows every tier alike."""
+    seen: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(rounds):
+        for name, run in variants.items():
+            start = time.perf_counter()
+            run()
+            seen[name].append(time.perf_counter() - start)
+    return {name: statistics.median(xs) for name, xs in seen.items()}
 
 
 def test_bench_tiers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -76,20 +83,27 @@ def test_bench_tiers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
             return lambda: run_with_grant(code, grant, caller=CALLER)
         return lambda: run_isolated(engines[tier], code, grant, caller=CALLER)
 
-    def per_call_cost(tier: str, code: str, grant) -> float:
-        outcome = runner(tier, code, grant)()
-        assert outcome.result.stdout == "done\n", outcome.result.stderr
-        with_calls = _median(runner(tier, code, grant), 7)
-        return (with_calls - _median(runner(tier, quiet, grant), 7)) / CALLS
-
-    fresh: dict[str, float] = {}
-    per_call: dict[str, float] = {}
-    per_refused: dict[str, float] = {}
-    for tier in ("process", "worker", "gvisor"):
+    tiers = ("process", "worker", "gvisor")
+    for tier in tiers:
         runner(tier, quiet)()  # the image, and the broker's first client
-        fresh[tier] = _median(runner(tier, quiet), FRESH)
-        per_call[tier] = per_call_cost(tier, calls, profile)
-        per_refused[tier] = per_call_cost(tier, refused, capped)
+        for code, grant in ((calls, profile), (refused, capped)):
+            outcome = runner(tier, code, grant)()
+            assert outcome.result.stdout == "done\n", outcome.result.stderr
+    fresh = _interleaved({tier: runner(tier, quiet) for tier in tiers}, FRESH)
+    runs = _interleaved(
+        {
+            f"{tier} {kind}": runner(tier, code, grant)
+            for tier in tiers
+            for kind, code, grant in (
+                ("calls", calls, profile),
+                ("refused", refused, capped),
+                ("quiet", quiet, profile),
+            )
+        },
+        7,
+    )
+    per_call = {t: (runs[f"{t} calls"] - runs[f"{t} quiet"]) / CALLS for t in tiers}
+    per_refused = {t: (runs[f"{t} refused"] - runs[f"{t} quiet"]) / CALLS for t in tiers}
 
     print(
         f"\n{'tier':10}{'fresh run':>12}{'vs process':>12}{'refused call':>14}{'pipe adds':>11}"
