@@ -1,8 +1,9 @@
-"""The one cache folder of this project: compiled templates and the compiled sandbox engine.
+"""The one cache folder of this project: compiled templates, the compiled sandbox engine
+and what `specgen mcp` derived at its last start.
 
-Both caches hold code the project runs (`specgen/template_cache.py`,
-`runtime/sandbox/engine.py`), under the same ownership and permission rules, so they
-live in one folder that one setting moves.
+Each cache holds what the project runs or unpickles (`specgen/template_cache.py`,
+`runtime/sandbox/engine.py`, `runtime/mcp/start_cache.py`), under the same ownership
+and permission rules, so they live in one folder that one setting moves.
 
 Ownership is not enough to trust an entry: files from a `git clone`, an unpacked
 archive or a restored CI cache belong to the user with mode 0644, and what an entry

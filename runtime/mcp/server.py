@@ -89,14 +89,13 @@ def prepare(spec: str, grant: Grant, server: str | None = None) -> Prepared:
         grant.response_headers,
         grant.route_response_headers,
     )
-    key = start_cache.key_of(document, (name, server, view))
-    path = start_cache.entry_path(spec, grant.global_name, grant.name) if spec != "-" else None
-    kept = start_cache.load(path, key) if path is not None else None
+    slot = start_cache.slot_for(spec, grant.global_name, grant.name, document, (name, server, view))
+    kept = start_cache.load(slot) if slot is not None else None
     if isinstance(kept, Derived):
         return Prepared(grant, Catalog.from_parts(kept.parts), kept.instructions, kept.title)
     derived = _derive(name, document, view, server)
-    if path is not None:
-        start_cache.store(path, key, derived)
+    if slot is not None:
+        start_cache.store(slot, derived)
     return Prepared(grant, Catalog.from_parts(derived.parts), derived.instructions, derived.title)
 
 

@@ -9,8 +9,10 @@ cache folder, and a start whose input matches reads it back in about 20 ms.
 What "the same input" means: the document's bytes, the options the server builds them
 with, the grant's view of them (its name, allow list, token kind, global and response
 headers) and the code that derives the output: every Python file of the `specgen` and
-`runtime` packages and every template, by content. Any difference is a miss, and a miss
-derives everything as before, then replaces the entry.
+`runtime` packages and every template, by content, and the versions of the libraries
+that read, check and render the document (`DERIVING`). Any difference is a miss, and a
+miss derives everything as before, then replaces the entry. Nothing here fails a
+start: an entry that cannot be keyed, read or written costs a derive.
 
 The entry is unpickled, so it is trusted as the compiled templates and engine beside it
 are (specgen/cache_dir.py): read only when it and its folder are this user's alone and
@@ -29,24 +31,69 @@ import sys
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
+from typing import NamedTuple
 
 from specgen.cache_dir import cache_dir, read_sealed, write_sealed
 
 #: Bumped when what an entry holds changes shape in a way the code hash cannot see.
 FORMAT = b"mcp-start-1"
 _KEY_BYTES = 32
+#: The distributions besides this one whose code derives what a start keeps: they
+#: read the document (jiter, orjson, PyYAML), check it (the validators and their
+#: schemas, RE2 for its patterns) and render the instructions (Jinja2, MarkupSafe).
+DERIVING = (
+    "jiter",
+    "orjson",
+    "PyYAML",
+    "jsonschema-rs",
+    "jsonschema",
+    "referencing",
+    "openapi-spec-validator",
+    "openapi-schema-validator",
+    "google-re2",
+    "Jinja2",
+    "MarkupSafe",
+)
+
+
+class Slot(NamedTuple):
+    """Where one start's entry is kept, and the key its input makes."""
+
+    path: Path
+    key: bytes
 
 
 @cache
 def code_fingerprint() -> bytes:
     """`fingerprint` of this installation's `specgen` and `runtime` packages and
-    templates: an editable install's edit changes it, as an upgrade does."""
+    templates, and the versions of `DERIVING`: an editable install's edit changes it,
+    as an upgrade of this project or of one of those libraries does."""
     import runtime
     import specgen
     from specgen.render import TEMPLATE_DIRS
 
     packages = (Path(runtime.__file__).parent, Path(specgen.__file__).parent)
-    return fingerprint(packages, tuple(d for d in TEMPLATE_DIRS if d.is_dir()))
+    own = fingerprint(packages, tuple(d for d in TEMPLATE_DIRS if d.is_dir()))
+    return hashlib.sha256(own + "\0".join(library_versions()).encode()).digest()
+
+
+def library_versions() -> list[str]:
+    """`name=version` of each of `DERIVING` (`-` when missing), and whether PyYAML has
+    its C loader (the loader `specgen/load.py` takes when it can), found without
+    importing any of them."""
+    from importlib.metadata import PackageNotFoundError, version
+    from importlib.util import find_spec
+
+    found = []
+    for name in DERIVING:
+        try:
+            found.append(f"{name}={version(name)}")
+        except PackageNotFoundError:
+            found.append(f"{name}=-")
+    yaml = find_spec("yaml")
+    folders = (yaml.submodule_search_locations or []) if yaml is not None else []
+    libyaml = any(any(Path(f).glob("_yaml.*")) for f in folders)
+    return [*found, f"libyaml={libyaml}"]
 
 
 def fingerprint(packages: Iterable[Path], templates: Iterable[Path]) -> bytes:
@@ -60,6 +107,19 @@ def fingerprint(packages: Iterable[Path], templates: Iterable[Path]) -> bytes:
                 name = str(path.relative_to(root)).encode("utf-8", "surrogateescape")
                 digest.update(b"\0" + name + b"\0" + hashlib.sha256(path.read_bytes()).digest())
     return digest.digest()
+
+
+def slot_for(
+    spec: str, global_name: str, profile: str, document: bytes, inputs: Iterable[object]
+) -> Slot | None:
+    """The slot of a start from `spec` (a path; None for stdin) with this input, or None
+    when it cannot be keyed (a module file that cannot be read mid-upgrade, say)."""
+    if spec == "-":
+        return None
+    try:
+        return Slot(entry_path(spec, global_name, profile), key_of(document, inputs))
+    except Exception:  # a start is never failed by its cache: it derives instead
+        return None
 
 
 def key_of(document: bytes, inputs: Iterable[object]) -> bytes:
@@ -81,11 +141,11 @@ def entry_path(spec: str, global_name: str, profile: str) -> Path:
     return cache_dir() / f"mcp-start-{hashlib.sha256(where).hexdigest()[:32]}.bin"
 
 
-def load(path: Path, key: bytes) -> object | None:
-    """What was stored under `key` at `path`, or None: missing, sealed by someone else,
+def load(slot: Slot) -> object | None:
+    """What was stored for the slot's key, or None: missing, sealed by someone else,
     for other input, or unreadable by this code."""
-    body = read_sealed(path)
-    if body is None or body[:_KEY_BYTES] != key:
+    body = read_sealed(slot.path)
+    if body is None or body[:_KEY_BYTES] != slot.key:
         return None
     collecting = gc.isenabled()
     gc.disable()  # GitHub's entry is ~200k objects: a collection midway tripled the read
@@ -98,6 +158,10 @@ def load(path: Path, key: bytes) -> object | None:
             gc.enable()
 
 
-def store(path: Path, key: bytes, value: object) -> None:
-    """Keep `value` under `key` at `path`; best effort (see write_sealed)."""
-    write_sealed(path, key + pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+def store(slot: Slot, value: object) -> None:
+    """Keep `value` for the slot's key; best effort (see write_sealed)."""
+    try:
+        body = slot.key + pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # nothing kept: the next start derives, as this one did
+        return
+    write_sealed(slot.path, body)

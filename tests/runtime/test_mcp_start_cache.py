@@ -137,6 +137,42 @@ def test_the_fingerprint_covers_every_module_and_template(tmp_path: Path) -> Non
     assert start_cache.code_fingerprint() != start_cache.fingerprint([], [])
 
 
+def test_the_code_fingerprint_covers_the_libraries_that_derive(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A new jiter, validator or Jinja2 (or PyYAML without its C loader) may read,
+    check or render the same document otherwise, and no file of ours changes."""
+    start_cache.code_fingerprint.cache_clear()
+    try:
+        before = start_cache.code_fingerprint()
+        versions = start_cache.library_versions()
+        assert [v.split("=")[0] for v in versions] == [*start_cache.DERIVING, "libyaml"]
+        assert all(not v.endswith("=-") for v in versions)  # all installed here
+        for i in range(len(versions)):
+            changed = [*versions]
+            changed[i] += ".1"
+            monkeypatch.setattr(start_cache, "library_versions", lambda c=changed: c)
+            start_cache.code_fingerprint.cache_clear()
+            assert start_cache.code_fingerprint() != before, versions[i]
+    finally:
+        start_cache.code_fingerprint.cache_clear()
+
+
+def test_a_key_that_cannot_be_made_costs_a_derive_not_a_start(
+    tmp_path: Path, cache: Path, derived: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A module file unreadable mid-upgrade, say: the start goes on without its cache."""
+    spec, grant = _spec(tmp_path), _grant(tmp_path)
+    good = server.prepare(spec, grant)
+
+    def unreadable() -> bytes:
+        raise PermissionError(13, "Permission denied", "runtime/pool.py")
+
+    monkeypatch.setattr(start_cache, "code_fingerprint", unreadable)
+    assert _answers(server.prepare(spec, grant)) == _answers(good)
+    assert derived == [spec, spec]
+
+
 class _Planted:
     """Unpickling this runs code: what a planted entry would do."""
 
