@@ -46,6 +46,8 @@ CPU_LIMIT_S = 3600
 OPEN_FILES = 64
 FILE_LIMIT_MB = 16
 SCRATCH_BYTES = 16 << 20
+#: Where the engine process's scratch tmpfs is mounted.
+_SCRATCH = Path("/tmp")
 
 
 class IsolationError(Refusal):
@@ -80,8 +82,12 @@ def visible_folders() -> list[Path]:
         # costs each engine process a compile, never its start.
         *((cache,) if cache.is_dir() else ()),
     }
-    # A folder inside another is bound once, by the outer one.
-    ordered = sorted(folders, key=lambda p: len(p.parts))
+    # A folder inside another is bound once, by the outer one; one that holds /tmp (a
+    # cache folder set to /tmp itself, say) not at all, as its bind would cover the
+    # engine's scratch tmpfs with the host's /tmp.
+    ordered = sorted(
+        (f for f in folders if not _SCRATCH.is_relative_to(f)), key=lambda p: len(p.parts)
+    )
     kept: list[Path] = []
     for folder in ordered:
         if not any(folder.is_relative_to(k) for k in kept):
@@ -121,7 +127,7 @@ def command(tier: str, hidden: Iterable[Path] = (), *, escape_hook: bool = False
     folders = visible_folders()
     # The scratch tmpfs first: a folder the engine needs that lies under /tmp (a
     # checkout or cache folder there) is then bound over it, not hidden by it.
-    view = ["--size", str(SCRATCH_BYTES), "--tmpfs", "/tmp", *_system_binds()]
+    view = ["--size", str(SCRATCH_BYTES), "--tmpfs", str(_SCRATCH), *_system_binds()]
     for folder in folders:
         view += ["--ro-bind", str(folder), str(folder)]
     for path in hidden:

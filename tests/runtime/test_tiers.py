@@ -9,9 +9,12 @@ start is refused in one line, never replaced by a weaker one.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
 import signal
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -426,20 +429,21 @@ def test_an_engine_process_gets_each_grant_once_and_runs_name_it_by_number(
 
 
 _SEEN_FROM_INSIDE = """
-import os
+import hashlib, os
 entry = {entry!r}
 try:
     open(os.path.join(os.path.dirname(entry), "planted"), "w")
     writable = True
 except OSError:
     writable = False
-result = [open(entry, "rb").read(64).hex(), writable, open("/tmp/scratch", "w").write("x")]
+digest = hashlib.sha256(open(entry, "rb").read()).hexdigest()
+result = [digest, writable, open("/tmp/scratch", "w").write("x")]
 """
 
 
 @pytest.mark.parametrize("tier", ["worker", "gvisor"])
 def test_an_engine_process_sees_its_folders_when_they_lie_under_tmp(
-    tier: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tier: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A cache folder or checkout under /tmp (PLIMSOLL_CACHE_DIR there, a CI clone) is
     bound over the engine's scratch tmpfs, not hidden under it. Hidden, each engine
@@ -450,15 +454,38 @@ def test_an_engine_process_sees_its_folders_when_they_lie_under_tmp(
     from runtime.tiers.boundary import EngineProcess
     from specgen.cache_dir import CACHE_ENV
 
-    assert str(tmp_path).startswith("/tmp/")
-    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
-    ensure_cached()
-    entry = cache_path()
-    engine = EngineProcess(tier, escape_hook=True)
+    folder = Path(tempfile.mkdtemp(dir="/tmp"))  # tmp_path may be elsewhere (TMPDIR)
     try:
-        engine.send({"t": "escape", "source": _SEEN_FROM_INSIDE.format(entry=str(entry))})
-        frame, _ = engine.read(time.monotonic() + 60)
+        monkeypatch.setenv(CACHE_ENV, str(folder / "cache"))
+        ensure_cached()
+        entry = cache_path()
+        engine = EngineProcess(tier, escape_hook=True)
+        try:
+            engine.send({"t": "escape", "source": _SEEN_FROM_INSIDE.format(entry=str(entry))})
+            frame, _ = engine.read(time.monotonic() + 60)
+        finally:
+            engine.close()
+        mine = hashlib.sha256(entry.read_bytes()).hexdigest()
     finally:
-        engine.close()
-    # The operator's folder, read-only, beside a writable scratch space.
-    assert frame == {"t": "escaped", "result": [entry.read_bytes()[:64].hex(), False, 1]}, frame
+        shutil.rmtree(folder)
+    # The operator's folder, read-only, beside a writable scratch space; the entry is
+    # this one (one compiled there is sealed under another secret).
+    assert frame == {"t": "escaped", "result": [mine, False, 1]}, frame
+
+
+def test_a_folder_that_holds_tmp_is_not_bound_over_the_scratch_space(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """PLIMSOLL_CACHE_DIR=/tmp: its bind would cover the engine's scratch tmpfs with the
+    host's /tmp (read-only, and every other user's files in it)."""
+    from runtime.sandbox import engine
+    from specgen.cache_dir import CACHE_ENV
+
+    monkeypatch.setattr(engine, "ensure_cached", lambda: None)  # nothing written to /tmp
+    monkeypatch.setenv(CACHE_ENV, "/tmp")
+    assert Path("/tmp") not in launch.visible_folders()
+    for tier in ("worker", "gvisor"):
+        argv = launch.command(tier)
+        binds = [argv[i + 1] for i, a in enumerate(argv) if a in ("--ro-bind", "--bind")]
+        assert not any(Path("/tmp").is_relative_to(b) for b in binds if b != "/dev/null")
+        assert argv.index("--tmpfs") < argv.index("--ro-bind")  # scratch first, then binds
