@@ -113,7 +113,7 @@ def _mac(key: bytes, name: str, body: bytes) -> bytes:
 def _secret(folder: Path, *, create: bool) -> bytes | None:
     """The folder's MAC key if it is ours alone; with `create`, a new one replaces a
     missing or untrusted key file (the folder itself must be ours, see read_trusted)."""
-    from specgen.files import read_trusted
+    from specgen.files import read_trusted, trusted_folder
 
     path = folder / SECRET_NAME
     key = read_trusted(path, private=True)
@@ -125,6 +125,10 @@ def _secret(folder: Path, *, create: bool) -> bytes | None:
 
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not trusted_folder(folder):
+            # A folder others may write (a cache folder set to /tmp): no entry in it
+            # would ever be read, so no secret is left there either.
+            return None
         fd, tmp = tempfile.mkstemp(prefix=f".{SECRET_NAME}.", dir=folder)  # mode 0600
     except OSError:
         return None

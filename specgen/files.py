@@ -72,13 +72,21 @@ def write_atomic(path: Path, data: bytes, mode: int = 0o644) -> None:
 
 def trusted(path: Path) -> bool:
     """Are the cache entry and its folder ours alone (owned by us, writable by nobody
-    else)? The rule of both on-disk caches (compiled templates, the compiled engine).
+    else)? The rule of every on-disk cache here (specgen/cache_dir.py).
 
     A check of the names only: `read_trusted` is what load uses, checking the very
     files it reads."""
     uid = os.getuid()
     try:
         return all(_ours(st, uid) for st in (path.stat(), path.parent.stat()))
+    except OSError:
+        return False
+
+
+def trusted_folder(folder: Path) -> bool:
+    """Is the folder ours and writable by nobody else: the folder rule of `trusted`."""
+    try:
+        return _ours(folder.stat(), os.getuid())
     except OSError:
         return False
 

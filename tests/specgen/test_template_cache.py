@@ -217,3 +217,15 @@ def test_the_cache_secret_is_private_and_reused(
     _render(templates, cache, monkeypatch)
     assert key.read_bytes() == first
     assert sorted(p.name for p in cache.iterdir() if p.name.startswith(".")) == []
+
+
+def test_no_secret_is_left_in_a_folder_others_may_write(
+    templates: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cache folder set to a shared one (/tmp): nothing there would ever be trusted,
+    so nothing is written there, the key included; rendering still works."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    _render(templates, shared, monkeypatch)
+    assert list(shared.iterdir()) == []
