@@ -403,6 +403,10 @@ def _serve(settings: _Settings) -> None:
         _refuse(f"--memory-mb {settings.memory_mb} must be between 1 and 4096")
     http, origins, hosts = settings.http, settings.origins, settings.hosts
     address = _address(http, settings.auth is not None) if http is not None else None
+    if address is None and any(spec == "-" for _, spec, _, _ in settings.profiles):
+        # Read to its end, stdin would take the client's messages as the document, and
+        # wait for ever on a client that keeps it open, as every stdio client does.
+        _refuse("--spec -: on stdio, stdin carries the client's messages; name the document's file")
     if origins and address is None:
         _refuse("--allow-origin applies to --http only")
     if hosts and address is None:

@@ -299,3 +299,31 @@ def test_refusals_are_one_line_before_serving(
     assert proc.returncode == 1
     assert proc.stderr == message + "\n"
     assert proc.stdout == ""
+
+
+def test_a_document_on_stdin_is_refused_on_stdio_not_waited_for(fake: FakeAgentMemory) -> None:
+    """stdin is the transport: a client keeps it open, so reading the document from it
+    waited for ever (and a client that closed it had its messages read as the document)."""
+    argv = [str(SPECGEN), *_args(fake)]
+    argv[argv.index(str(SPEC))] = "-"
+    proc = subprocess.Popen(
+        argv,
+        env={**os.environ, TOKEN_ENV: TOKEN},
+        stdin=subprocess.PIPE,  # open, as a client holds it, and never written
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        proc.wait(timeout=60)  # stdin still open: communicate() would close it
+    finally:
+        proc.kill()
+    assert proc.stdout is not None and proc.stderr is not None and proc.stdin is not None
+    out, err = proc.stdout.read(), proc.stderr.read()
+    proc.stdin.close()
+    assert proc.returncode == 1
+    assert err == (
+        "specgen: --spec -: on stdio, stdin carries the client's messages; "
+        "name the document's file\n"
+    )
+    assert out == ""
