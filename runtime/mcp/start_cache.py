@@ -38,6 +38,8 @@ from specgen.cache_dir import cache_dir, read_sealed, write_sealed
 #: Bumped when what an entry holds changes shape in a way the code hash cannot see.
 FORMAT = b"mcp-start-1"
 _KEY_BYTES = 32
+#: Entries kept in the folder, the most recently written: one per server a user runs.
+MAX_ENTRIES = 16
 #: The distributions besides this one whose code derives what a start keeps: they
 #: read the document (jiter, orjson, PyYAML), check it (the validators and their
 #: schemas, RE2 for its patterns) and render the instructions (Jinja2, MarkupSafe).
@@ -159,9 +161,23 @@ def load(slot: Slot) -> object | None:
 
 
 def store(slot: Slot, value: object) -> None:
-    """Keep `value` for the slot's key; best effort (see write_sealed)."""
+    """Keep `value` for the slot's key, and at most MAX_ENTRIES entries in all; best
+    effort (see write_sealed)."""
     try:
         body = slot.key + pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # nothing kept: the next start derives, as this one did
         return
     write_sealed(slot.path, body)
+    _forget_oldest(slot.path.parent)
+
+
+def _forget_oldest(folder: Path) -> None:
+    """Remove all but the MAX_ENTRIES most recently written entries: a document that
+    moves (a temporary folder each time, as tests use) would otherwise leave one
+    behind at every path it had."""
+    try:
+        entries = [(p.lstat().st_mtime_ns, p) for p in folder.glob("mcp-start-*.bin")]
+        for _, old in sorted(entries, reverse=True)[MAX_ENTRIES:]:
+            old.unlink(missing_ok=True)
+    except OSError:
+        pass  # another start removed it first, or the folder went: nothing to do

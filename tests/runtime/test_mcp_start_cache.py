@@ -226,3 +226,16 @@ def test_a_cache_folder_that_cannot_be_written_costs_a_derive_not_a_start(
     second = server.prepare(spec, grant)
     assert _answers(first) == _answers(second)
     assert derived == [spec, spec]
+
+
+def test_the_folder_keeps_only_the_newest_entries(cache: Path) -> None:
+    """A document read from a new path each time (a temporary folder) leaves no trail."""
+    written = []
+    for i in range(start_cache.MAX_ENTRIES + 5):
+        slot = start_cache.Slot(start_cache.entry_path(f"/docs/{i}.json", "g", "p"), bytes(32))
+        start_cache.store(slot, ("entry", i))
+        os.utime(slot.path, ns=(i * 10**9, i * 10**9))  # written in this order
+        written.append(slot)
+    kept = sorted(cache.glob("mcp-start-*.bin"))
+    assert kept == sorted(s.path for s in written[-start_cache.MAX_ENTRIES :])
+    assert start_cache.load(written[-1]) == ("entry", start_cache.MAX_ENTRIES + 4)
