@@ -47,7 +47,7 @@ from runtime.mcp.auth import AuthConfig, CallerVerifier, auth_settings, authenti
 from runtime.mcp.round_trips import KEEP_FINISHED_S, RoundTrips, declares_form, uses_input_required
 from runtime.mcp.runner import Grant, Run, Together, as_one, engine_error
 from runtime.mcp.tools import Catalog, CatalogPart, execute_answer
-from specgen.allow import AllowEntry
+from specgen.grant_view import GrantView, allowed, grant_description
 from specgen.load import read_bytes
 from specgen.render import render
 
@@ -81,7 +81,7 @@ def prepare(spec: str, grant: Grant, server: str | None = None) -> Prepared:
     earlier start derived from the same document, grant and code is read back instead
     (runtime/mcp/start_cache.py)."""
     name, document = read_bytes(spec)
-    view = GrantViewInputs(
+    view = GrantView(
         grant.name,
         grant.allow,
         grant.token_kind,
@@ -99,18 +99,6 @@ def prepare(spec: str, grant: Grant, server: str | None = None) -> Prepared:
     return Prepared(grant, Catalog.from_parts(derived.parts), derived.instructions, derived.title)
 
 
-class GrantViewInputs(NamedTuple):
-    """What of a grant the catalog and instructions are derived from (`GrantView`'s
-    arguments, in its order)."""
-
-    name: str
-    allow: tuple[AllowEntry, ...]
-    token_kind: str
-    global_name: str
-    response_headers: tuple[str, ...]
-    route_response_headers: tuple[str, ...]
-
-
 class Derived(NamedTuple):
     """What `prepare` derives from the document and the grant alone: what a start keeps."""
 
@@ -119,9 +107,8 @@ class Derived(NamedTuple):
     title: str
 
 
-def _derive(name: str, document: bytes, view: GrantViewInputs, server: str | None) -> Derived:
-    from specgen import build as pipeline
-    from specgen.grant_view import GrantView, allowed, grant_description
+def _derive(name: str, document: bytes, view: GrantView, server: str | None) -> Derived:
+    from specgen import build as pipeline  # the pipeline only when nothing was kept
 
     result = pipeline.run(
         name,
@@ -129,16 +116,15 @@ def _derive(name: str, document: bytes, view: GrantViewInputs, server: str | Non
         render_files=False,
         raw=document,
     )
-    grant_view = GrantView(*view)
-    permitted = allowed(result, grant_view.allow)
-    full = grant_description(result, grant_view, permitted)
+    permitted = allowed(result, view.allow)
+    full = grant_description(result, view, permitted)
     if len(full) <= MAX_INSTRUCTIONS:
         instructions = full
     else:
         instructions = render(
             "mcp/instructions.txt.j2",
             gen=result.gen,
-            view=grant_view,
+            view=view,
             global_name=view.global_name,
             count=len(permitted),
         )
