@@ -400,8 +400,8 @@ def test_bench_mcp_ready_on_githubs_full_grant(tmp_path: Path) -> None:
     _ready(ours, env), _ready(bare, env)  # the page cache and bytecode, for both
 
     def first() -> float:
-        """A start with no entry kept for it (the user cache's compiled engine and
-        templates are there: an engine process cannot see a cache folder under /tmp)."""
+        """A start with no entry kept for it; the user cache's compiled engine and
+        templates stay, as they would for a server started on a new document."""
         entry_path(str(GITHUB), "github", "github").unlink(missing_ok=True)
         return _ready(ours, env)
 

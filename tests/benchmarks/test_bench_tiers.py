@@ -20,7 +20,6 @@ the tiers are measured side by side.
 from __future__ import annotations
 
 import os
-import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -29,6 +28,7 @@ import pytest
 
 from runtime import RunPool, load_grants, run_with_grant
 from runtime.tiers.boundary import EngineProcess, run_isolated
+from tests.benchmarks.test_bench_grant_size import _rounds, _timed
 from tests.runtime.loopback import FakeAPI
 from tests.runtime.test_run_cli import KEY, grants_file
 
@@ -42,16 +42,9 @@ CALLS = 200
 FRESH = 200
 
 
-def _interleaved(variants: dict[str, Callable[[], object]], rounds: int) -> dict[str, float]:
-    """Median seconds of each variant over rounds that run every variant once, so a
-    machine slower for a while slows every tier alike."""
-    seen: dict[str, list[float]] = {name: [] for name in variants}
-    for _ in range(rounds):
-        for name, run in variants.items():
-            start = time.perf_counter()
-            run()
-            seen[name].append(time.perf_counter() - start)
-    return {name: statistics.median(xs) for name, xs in seen.items()}
+def _timing(run: Callable[[], object]) -> Callable[[], float]:
+    """`run` as `_rounds` takes it: a call that returns how long it took."""
+    return lambda: _timed(run)
 
 
 def test_bench_tiers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -89,10 +82,10 @@ def test_bench_tiers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         for code, grant in ((calls, profile), (refused, capped)):
             outcome = runner(tier, code, grant)()
             assert outcome.result.stdout == "done\n", outcome.result.stderr
-    fresh = _interleaved({tier: runner(tier, quiet) for tier in tiers}, FRESH)
-    runs = _interleaved(
+    fresh = _rounds({tier: _timing(runner(tier, quiet)) for tier in tiers}, rounds=FRESH)
+    runs = _rounds(
         {
-            f"{tier} {kind}": runner(tier, code, grant)
+            f"{tier} {kind}": _timing(runner(tier, code, grant))
             for tier in tiers
             for kind, code, grant in (
                 ("calls", calls, profile),
@@ -100,7 +93,7 @@ def test_bench_tiers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
                 ("quiet", quiet, profile),
             )
         },
-        7,
+        rounds=7,
     )
     per_call = {t: (runs[f"{t} calls"] - runs[f"{t} quiet"]) / CALLS for t in tiers}
     per_refused = {t: (runs[f"{t} refused"] - runs[f"{t} quiet"]) / CALLS for t in tiers}
