@@ -448,8 +448,8 @@ def test_an_engine_process_sees_its_folders_when_they_lie_under_tmp(
     """A cache folder or checkout under /tmp (PLIMSOLL_CACHE_DIR there, a CI clone) is
     bound over the engine's scratch tmpfs, not hidden under it. Hidden, each engine
     process found an empty folder there, compiled the engine itself (half a second of
-    every start) into its own scratch space, and a virtual environment there was not
-    seen at all."""
+    every start) into its own scratch space; a virtual environment there would not
+    have been seen at all."""
     from runtime.sandbox.engine import cache_path, ensure_cached
     from runtime.tiers.boundary import EngineProcess
     from specgen.cache_dir import CACHE_ENV

@@ -227,5 +227,5 @@ def test_no_secret_is_left_in_a_folder_others_may_write(
     shared = tmp_path / "shared"
     shared.mkdir()
     shared.chmod(0o1777)
-    _render(templates, shared, monkeypatch)
+    assert _render(templates, shared, monkeypatch)[0] == "x0\nx1\n"
     assert list(shared.iterdir()) == []
