@@ -9,6 +9,7 @@ contains its key.
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -209,6 +210,22 @@ class Grant:
         )
         return _as_run(outcome, who)
 
+    def submit(
+        self,
+        code: str,
+        trace_id: str | None = None,
+        caller: str | None = None,
+        approver: Approver | None = None,
+    ) -> concurrent.futures.Future[Run] | None:
+        """`run`, queued on the pool for a caller that waits without a thread of its own
+        (the server's event loop); None without a pool, where `run` is the only way."""
+        if self._pool is None:
+            return None
+        who = caller or self._caller
+        if who is None:
+            raise GrantError("no caller to run for")
+        return _queued(self._pool, code, self._profile, who, self, trace_id, approver)
+
 
 class Together:
     """Several profiles' grants as one run's: each profile's client is its own global in
@@ -278,10 +295,60 @@ class Together:
         )
         return _as_run(outcome, who)
 
+    def submit(
+        self,
+        code: str,
+        trace_id: str | None = None,
+        caller: str | None = None,
+        approver: Approver | None = None,
+    ) -> concurrent.futures.Future[Run] | None:
+        """`Grant.submit` with every profile of the set in the one sandbox."""
+        if self._pool is None:
+            return None
+        who = caller or self._caller
+        if who is None:
+            raise GrantError("no caller to run for")
+        profiles = tuple(g._profile for g in self.grants)
+        return _queued(self._pool, code, profiles, who, self, trace_id, approver)
+
 
 def as_one(grants: Sequence[Grant]) -> Grant | Together:
     """The grant a run of `grants` goes through: the one itself, or all of them together."""
     return grants[0] if len(grants) == 1 else Together(grants)
+
+
+def _queued(
+    pool: RunPool,
+    code: str,
+    sent: Profile | tuple[Profile, ...],
+    who: str,
+    grant: Grant | Together,
+    trace_id: str | None,
+    approver: Approver | None,
+) -> concurrent.futures.Future[Run]:
+    """The pool's run of `code`, its outcome made a `Run` on the pool's thread as it
+    ends (the future's callback), so whoever awaits it only reads the result."""
+    queued = pool.submit(
+        code,
+        sent,
+        caller=who,
+        timeout_s=grant.timeout_s,
+        memory_mb=grant.memory_mb,
+        trace_id=trace_id,
+        approver=approver,
+    )
+    done: concurrent.futures.Future[Run] = concurrent.futures.Future()
+
+    def finish(ended: concurrent.futures.Future[RunOutcome]) -> None:
+        if not done.set_running_or_notify_cancel():
+            return  # the waiter gave up on it (it never does while a run is shielded)
+        try:
+            done.set_result(_as_run(ended.result(), who))
+        except BaseException as exc:
+            done.set_exception(exc)
+
+    queued.add_done_callback(finish)
+    return done
 
 
 def _as_run(outcome: RunOutcome, who: str) -> Run:

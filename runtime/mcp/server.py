@@ -19,6 +19,8 @@ sandbox started (`not_run` says why). Each execute has a trace id `mcp-<server>:
 also in its answer, so a model's transcript and the audit can be matched.
 """
 
+import asyncio
+import concurrent.futures
 import contextlib
 import functools
 import ipaddress
@@ -130,6 +132,14 @@ def _derive(name: str, document: bytes, view: GrantView, server: str | None) -> 
         )
     parts = Catalog(permitted, result.types, view.global_name).parts
     return Derived(parts, instructions, result.gen.title or "")
+
+
+async def ended(queued: concurrent.futures.Future[Run]) -> Run:
+    """A pooled run's result, awaited on the event loop itself (asyncio, anyio's default
+    backend, on which `specgen mcp` serves): the pool's thread wakes the loop when the
+    run ends, where a thread of the loop's parked on the run cost two more hand-offs
+    between threads per run, each a wake-up of a sleeping CPU on a virtual machine."""
+    return await asyncio.wrap_future(queued)
 
 
 def _text(text: str, is_error: bool = False) -> CallToolResult:
@@ -291,7 +301,10 @@ def build_server(
                     else functools.partial(grant.run, code, trace_id, who, approver=approver)
                 )
                 try:
-                    outcome: object = await anyio.to_thread.run_sync(work)
+                    queued = grant.submit(code, trace_id, who, approver=approver)
+                    outcome: object = await (
+                        anyio.to_thread.run_sync(work) if queued is None else ended(queued)
+                    )
                 except Exception as exc:
                     outcome = exc
                 return outcome_of(grant, trace_id, who, outcome)
