@@ -344,6 +344,10 @@ def _queued(
             return  # the waiter gave up on it (it never does while a run is shielded)
         try:
             done.set_result(_as_run(ended.result(), who))
+        except StopIteration:
+            # An asyncio future refuses a StopIteration (its awaiter would never wake):
+            # a RuntimeError, as anyio's threads make of one.
+            done.set_exception(RuntimeError("a run raised StopIteration"))
         except BaseException as exc:
             done.set_exception(exc)
 

@@ -291,20 +291,23 @@ def build_server(
             raise
         try:
             # Shielded: once a sandbox runs, its result and audit line are waited for
-            # even if the client cancels the request (the thread cannot be stopped).
+            # even if the client cancels the request (the run cannot be stopped).
             with anyio.CancelScope(shield=True):
-                # The approver only when there is one: a run of a grant that holds no
-                # call is the call it always was.
-                work = (
-                    functools.partial(grant.run, code, trace_id, who)
-                    if approver is None
-                    else functools.partial(grant.run, code, trace_id, who, approver=approver)
-                )
                 try:
                     queued = grant.submit(code, trace_id, who, approver=approver)
-                    outcome: object = await (
-                        anyio.to_thread.run_sync(work) if queued is None else ended(queued)
-                    )
+                    if queued is not None:  # the grant's pool runs it
+                        outcome: object = await ended(queued)
+                    else:
+                        # The approver only when there is one: a run of a grant that
+                        # holds no call is the call it always was.
+                        work = (
+                            functools.partial(grant.run, code, trace_id, who)
+                            if approver is None
+                            else functools.partial(
+                                grant.run, code, trace_id, who, approver=approver
+                            )
+                        )
+                        outcome = await anyio.to_thread.run_sync(work)
                 except Exception as exc:
                     outcome = exc
                 return outcome_of(grant, trace_id, who, outcome)

@@ -18,6 +18,7 @@ waits for the test to let it go: what is in flight is then decided, not timed.
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
 import queue
@@ -315,6 +316,56 @@ def test_a_run_that_crashes_the_host_is_still_on_the_record(
     assert record["internal_error"] == "RuntimeError" and record["profile"] == PROFILE
     assert "not_run" not in record and record["calls"] == []
     assert record["trace_id"].endswith(":1")
+
+
+class _FailedPool:
+    """A stand-in for a RunPool whose every run ends in `fault` on its thread, as a
+    worker that raised would hand it back: only the pool is replaced, the server's own
+    path from the queued run to its answer and audit line is what runs."""
+
+    def __init__(self, fault: BaseException) -> None:
+        self.fault = fault
+
+    def submit(self, *_: Any, **__: Any) -> concurrent.futures.Future[Any]:
+        failed: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        failed.set_exception(self.fault)
+        return failed
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [RuntimeError("planted fault with a detail"), StopIteration("planted fault")],
+    ids=["RuntimeError", "StopIteration"],
+)
+def test_a_pooled_run_that_fails_is_on_the_record_and_frees_its_slot(
+    grant: Grant, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fault: BaseException
+) -> None:
+    """One run more than the server has slots: each failed run must still be answered,
+    written to the audit and give its slot back. A StopIteration cannot be set on an
+    asyncio future; handed on as it is, the loop's future never ended and the execute
+    waited for ever, its slot and audit line lost."""
+    monkeypatch.setattr(grant, "_pool", _FailedPool(fault))
+    audit = AuditLog(tmp_path / "audit.jsonl", stderr_fd=os.open(os.devnull, os.O_WRONLY))
+    answers: list[dict[str, Any]] = []
+
+    async def main(url: str) -> None:
+        async with httpx.AsyncClient(timeout=30) as client:
+            headers = await _session(client, url)
+            with anyio.fail_after(60):
+                for i in range(server.RUN_SLOTS + 1):
+                    reply = await client.post(url, json=_execute(i), headers=headers)
+                    answers.append(_data(reply.text)["result"])
+
+    with live(grant, audit) as url:
+        anyio.run(main, url)
+    assert len(answers) == server.RUN_SLOTS + 1
+    for answer in answers:
+        assert answer["isError"]
+        assert "internal error (RuntimeError)" in answer["content"][0]["text"]
+        assert "planted" not in answer["content"][0]["text"]
+    lines = (tmp_path / "audit.jsonl").read_text().splitlines()
+    assert len(lines) == server.RUN_SLOTS + 1
+    assert all(json.loads(line)["internal_error"] == "RuntimeError" for line in lines)
 
 
 def test_a_reused_id_in_flight_is_refused_and_the_first_is_answered(
