@@ -5,11 +5,19 @@ nothing about grants, keys or HTTP: this package never imports `runtime.broker` 
 draws the import graph to keep it so). Modules: `runner` (a run and its limits), `bridge`
 (the host call), `envelope` (decoding the guest's request), `guest` (the source a run
 evaluates), `vm` (one QuickJS instance), `engine` (the process's wasmtime engine),
-`wasm_layout`, `wasi`, `thread_stack`.
+`terms` (the limits, the guest's grant and the result, as plain data), `wasm_layout`,
+`wasi`, `thread_stack`.
+
+`run` and `host_call_deadline` resolve on first use (PEP 562): a process that only
+starts engine processes and reads their results (the broker's, on the worker and
+gvisor tiers) names the plain data of `terms` and never loads wasmtime.
 """
 
-from runtime.sandbox.bridge import host_call_deadline
-from runtime.sandbox.runner import (
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from runtime.sandbox.terms import (
     DEFAULT_MEMORY_MB,
     DEFAULT_TIMEOUT_S,
     EXIT_ERROR,
@@ -23,8 +31,26 @@ from runtime.sandbox.runner import (
     GuestGrant,
     Limits,
     RunResult,
-    run,
 )
+
+if TYPE_CHECKING:
+    from runtime.sandbox.bridge import host_call_deadline
+    from runtime.sandbox.runner import run
+
+#: The names that need the engine, and the module each lives in.
+_ENGINE_SIDE = {"run": "runtime.sandbox.runner", "host_call_deadline": "runtime.sandbox.bridge"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _ENGINE_SIDE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'runtime.sandbox' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "DEFAULT_MEMORY_MB",

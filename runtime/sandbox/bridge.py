@@ -56,6 +56,7 @@ from runtime.sandbox import envelope as envelope_mod
 from runtime.sandbox import vm as qjs_vm
 from runtime.sandbox import wasi
 from runtime.sandbox.engine import EPOCH_TICK_S
+from runtime.sandbox.terms import MAX_PENDING_CALLS
 from specgen import media
 
 #: The largest reply body the bridge hands to the guest (reference 5.3, 6.2).
@@ -65,12 +66,6 @@ HOST_START_NAME = "__coderunner_host_start"
 #: Started host calls one run has on their way at once (its worker threads). The same
 #: number as the broker's in-flight limit; calls beyond it wait in the pool's queue.
 MAX_CONCURRENT_CALLS = 16
-#: Started calls whose promise is not settled yet. Each holds host memory outside the
-#: guest's limit (its resolving functions, its queued reply) until the guest yields to
-#: the loop, so a guest starting calls in a loop that never awaits is stopped here
-#: (RangeError) instead of growing the host. Far above what the budget lets reach a
-#: handler: most such calls are refusals answered at once.
-MAX_PENDING_CALLS = 10_000
 #: Host calls that may be under way at once in one run. Only reading the envelope runs
 #: guest code inside a host call (its toString), and that code may call the host again;
 #: each level stacks Python, ctypes and wasmtime frames on the thread's native stack, so

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib.metadata
-import json
 import threading
 import time
 from dataclasses import dataclass
@@ -32,35 +30,21 @@ from wasmtime import _ffi as ffi
 
 from runtime.errors import EngineError
 from runtime.sandbox import wasi, wasm_layout
-from specgen.cache_dir import cache_dir, read_sealed, write_sealed
+from runtime.sandbox.engine_file import (
+    ENGINE_VERSION,
+    MAX_WASM_STACK,
+    MEMORY_RESERVATION_BYTES,
+    STACK_BYTES,
+    WASM_SHA256,
+    cache_path,
+    wasm_path,
+)
+from runtime.sandbox.terms import MIN_MEMORY_MB
+from specgen.cache_dir import read_sealed, write_sealed
 
-#: The engine's pins (sources, toolchain, the built module's hash): one file, read by
-#: the build (engine_build/build.py) and by this loader.
-_PINS = json.loads((Path(__file__).with_name("engine_build") / "pins.json").read_text("utf-8"))
-#: The version of the `quickjs-ng` sdist the engine is built from (its first three parts
-#: are QuickJS-NG's own version: 0.17.0.2 carries QuickJS-NG 0.17.0).
-ENGINE_VERSION: str = _PINS["quickjs_ng"]["version"]
-#: SHA-256 of the module engine_build/build.py produces from the pinned sources.
-WASM_SHA256: str = _PINS["engine_sha256"]
-#: Where the build puts the module inside the package (never committed: built at install).
-WASM_FILE = Path(__file__).with_name("_engine") / "qjs-ng.wasm"
-
-#: The smallest memory limit a run accepts: the module's declared memory, which the
-#: build sets to exactly this (engine_build/build.py, INITIAL_MEMORY_BYTES; the 1 MiB
-#: stack included). The engine refuses to load a module needing more, so a limit at or
-#: above this always instantiates; below it is refused up front (`specgen run
-#: --memory-mb`, the session), never a wasm error.
-MIN_MEMORY_MB = 2
-
-#: Native wasm stack per call into the guest. 2 MiB is the most wasmtime accepts without
-#: raising its async stack size (which would abort the process), and the QuickJS stack
-#: allowance below must stay well under it so JS recursion hits RangeError first.
-MAX_WASM_STACK = 2 << 20
 #: Shadow-stack bytes QuickJS may use before throwing RangeError (about 0.3 x the native
 #: stack: one JS call level costs ~400 B of shadow stack and ~900 B of native stack).
 JS_STACK_ALLOWANCE = 640 << 10
-#: The shadow stack the build links in at the bottom of memory (engine_build/build.py).
-STACK_BYTES = 1 << 20
 #: Epoch period: the timeout granularity and the ticker's wake-up rate while runs exist.
 EPOCH_TICK_S = 0.005
 
@@ -74,30 +58,8 @@ EPOCH_TICK_S = 0.005
 #: image being built); one more fails to instantiate and ends as a trap.
 POOL_SLOTS = 64
 POOL_MAX_MEMORY_BYTES = 4 << 30  # wasm32's whole space; each run's limit is the Store's
-MEMORY_RESERVATION_BYTES = 4 << 30
 POOL_KEEP_RESIDENT_BYTES = 4 << 20
 POOL_TABLE_ELEMENTS = 4096  # the module's table has 548; the sandbox adds 3 per run
-
-
-def engine_settings() -> dict[str, object]:
-    """Everything that changes the compiled artefact; part of the cache key."""
-    return {
-        "epoch_interruption": True,
-        "max_wasm_stack": MAX_WASM_STACK,
-        "memory_reservation": MEMORY_RESERVATION_BYTES,
-        "memory_may_move": False,
-        "stack_bytes": STACK_BYTES,
-        "wasmtime": importlib.metadata.version("wasmtime"),
-    }
-
-
-def wasm_path() -> Path:
-    """The built module inside the installed package (never a path outside it)."""
-    if not WASM_FILE.is_file():
-        raise EngineError(
-            f"engine refused: {WASM_FILE} is not built (run `make engine`, or reinstall the package)"
-        )
-    return WASM_FILE
 
 
 def verify_wasm(data: bytes) -> bytes:
@@ -182,16 +144,6 @@ def make_engine(*, pooled: bool = True) -> wasmtime.Engine:
     return wasmtime.Engine(_config(pooled=pooled and pooling_possible()))
 
 
-def cache_key() -> str:
-    """Hash of the pinned wasm, the patches, the engine settings and wasmtime's version."""
-    material = json.dumps({"wasm": WASM_SHA256, **engine_settings()}, sort_keys=True)
-    return hashlib.sha256(material.encode()).hexdigest()[:32]
-
-
-def cache_path() -> Path:
-    return cache_dir() / f"qjs-ng-{ENGINE_VERSION}-{cache_key()}.cwasm"
-
-
 def _read_cached(engine: wasmtime.Engine, path: Path) -> wasmtime.Module | None:
     """The cached module, or None when it is missing, corrupt, incompatible or writable
     by someone else.
@@ -237,19 +189,6 @@ def load_module(
     if use_cache:
         _write_cached(module, path)
     return module, "compiled", stack_top
-
-
-def ensure_cached() -> None:
-    """Compile and cache the engine module now unless a trusted entry is there.
-
-    An isolated engine process sees the cache folder read-only, so it can load the
-    compiled module but never store one: without this, on a machine where no run has
-    cached it yet, every engine process would compile the engine at its start (about a
-    second each), or find no folder at all to see. The process that starts engine
-    processes calls this first; with a cache folder that cannot be written, nothing is
-    stored and the engine processes compile as before."""
-    if read_sealed(cache_path()) is None:
-        load_module(make_engine(pooled=False))
 
 
 @dataclass(frozen=True)

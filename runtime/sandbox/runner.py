@@ -44,8 +44,6 @@ import math
 import struct
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Literal
 
 import wasmtime
 
@@ -58,16 +56,23 @@ from runtime.sandbox.bridge import (
     Bridge,
     settle,
 )
-from runtime.sandbox.engine import EPOCH_TICK_S, JS_STACK_ALLOWANCE, MIN_MEMORY_MB, get_engine
-from specgen import routes
+from runtime.sandbox.engine import EPOCH_TICK_S, JS_STACK_ALLOWANCE, get_engine
+from runtime.sandbox.terms import (
+    DEFAULT_MEMORY_MB,
+    DEFAULT_TIMEOUT_S,
+    EXIT_ERROR,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    EXIT_TIMEOUT,
+    EXIT_TRAP,
+    MAX_MEMORY_MB,
+    MAX_TIMEOUT_S,
+    MIN_MEMORY_MB,
+    GuestGrant,
+    Limits,
+    RunResult,
+)
 
-DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S = 5.0, 30.0
-DEFAULT_MEMORY_MB, MAX_MEMORY_MB = 256, 4096
-EXIT_OK, EXIT_ERROR, EXIT_TIMEOUT, EXIT_TRAP = 0, 1, 124, 134
-#: The run was ended by a fault in the host, not by the guest (EX_SOFTWARE of
-#: sysexits.h): the result keeps the output captured so far and names the fault's type
-#: in `internal_error`; the session still writes the broker's trace and audit.
-EXIT_INTERNAL = 70
 _EVAL_OPTIONS_VERSION = 1  # quickjs-ng's JS_EVAL_OPTIONS_VERSION
 _REJECTION_PREFIX = MSG_REJECTION_PREFIX.encode()
 _UNTRACKED_REJECTION = (MSG_UNTRACKED_REJECTION + "\n").encode()
@@ -92,51 +97,6 @@ def output_text(raw: bytes) -> str:
     """The guest's stdout or stderr bytes as text: UTF-8, with U+FFFD for what is not,
     and one U+FFFD for each lone surrogate the guest printed (`console.log("\\ud800")`)."""
     return raw.decode("utf-8", errors="plimsoll-guest-output")
-
-
-@dataclass(frozen=True)
-class Limits:
-    timeout_s: float = DEFAULT_TIMEOUT_S  # <= 0 -> default; capped at 30
-    memory_mb: int = DEFAULT_MEMORY_MB
-    output_bytes: int = 64 * 1024  # per stream
-    max_host_calls: int = 1024
-    clock: Literal["real", "fixed"] = "real"
-
-    def normalised(self) -> Limits:
-        timeout = self.timeout_s if self.timeout_s and self.timeout_s > 0 else DEFAULT_TIMEOUT_S
-        memory = self.memory_mb if self.memory_mb and self.memory_mb > 0 else DEFAULT_MEMORY_MB
-        return Limits(
-            timeout_s=min(float(timeout), MAX_TIMEOUT_S),
-            memory_mb=min(int(memory), MAX_MEMORY_MB),
-            output_bytes=max(0, int(self.output_bytes)),
-            max_host_calls=max(0, int(self.max_host_calls)),
-            clock="fixed" if self.clock == "fixed" else "real",
-        )
-
-
-@dataclass(frozen=True)
-class GuestGrant:
-    """What the guest may see of a grant: never a key or base URL."""
-
-    global_name: str = "host"
-    allow: tuple[routes.Route, ...] = ()
-    preamble: str = ""
-
-
-@dataclass
-class RunResult:
-    stdout: str
-    stderr: str
-    stdout_truncated: bool
-    stderr_truncated: bool
-    exit_code: int
-    timed_out: bool
-    duration_s: float
-    #: Host calls the sandbox refused itself before any handler saw them (envelope 400
-    #: and 413, its own 429 budget, 503 without a handler), so the audit can count them.
-    refused_calls: int = 0
-    #: The type name of the host fault that ended the run (exit EXIT_INTERNAL), else "".
-    internal_error: str = ""
 
 
 class _Exit(Exception):

@@ -52,8 +52,8 @@ from wasmtime import _ffi as ffi
 from runtime.contract import HostReply, HostRequest
 from runtime.errors import VmError
 from runtime.sandbox import engine as engine_mod
+from runtime.sandbox import engine_file, wasi
 from runtime.sandbox import vm as qjs_vm
-from runtime.sandbox import wasi
 from runtime.sandbox.bridge import (
     HOST_CALL_CALLBACK,
     HOST_CALL_NAME,
@@ -174,7 +174,7 @@ class Image:
 
 @functools.lru_cache(maxsize=1)
 def _engine_key() -> str:
-    return engine_mod.cache_key()  # reads package metadata: once per process
+    return engine_file.cache_key()  # reads package metadata: once per process
 
 
 @functools.lru_cache(maxsize=MAX_IMAGES)

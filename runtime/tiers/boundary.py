@@ -50,7 +50,7 @@ from runtime.profile_set import (
     total_calls,
 )
 from runtime.run_clock import RunClock
-from runtime.sandbox.bridge import MAX_PENDING_CALLS
+from runtime.sandbox.terms import MAX_PENDING_CALLS
 from runtime.session import _SANDBOX_CALL_HEADROOM, RunOutcome, _checked
 from runtime.tiers import launch, wire
 

@@ -42,9 +42,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from runtime import sandbox
 from runtime.contract import HostReply, HostRequest
 from runtime.run_clock import RunClock
+from runtime.sandbox import runner
 from runtime.tiers import wire
 
 #: Engine side of the pipe: it reads what the broker sends, so its bounds are the run's.
@@ -301,7 +301,7 @@ def _run(pipe: _Pipe, frame: dict[str, Any], grant: Any) -> None:
         clock, min(spin_us, 10_000) / 1e6 if type(spin_us) is int and spin_us > 0 else 0.0
     )
     handler = PipeHandler(pipe, clock)
-    result = sandbox.run(
+    result = runner.run(
         frame["code"],
         grant=grant,
         handler=handler,
@@ -354,7 +354,7 @@ def main(argv: list[str]) -> int:
             for ref in frame["forget"]:
                 grants.pop(ref, None)
             grant = grants[frame["ref"]] = wire.grant_from(frame["grant"])
-            sandbox.run("", grant=grant)
+            runner.run("", grant=grant)
             pipe.send({"t": "ready"})
         elif kind == "run" and frame["grant"] in grants:
             _run(pipe, frame, grants[frame["grant"]])

@@ -64,7 +64,7 @@ def _package_dir(name: str) -> Path:
 def visible_folders() -> list[Path]:
     """The folders an engine process sees (read-only): the least Python and the engine
     need, never the operator's working folder or home as such."""
-    from runtime.sandbox.engine import ensure_cached, wasm_path
+    from runtime.sandbox.engine_file import ensure_cached, wasm_path
     from specgen.cache_dir import cache_dir
     from specgen.render import TEMPLATE_DIRS
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from runtime import EngineError, Limits, run_sandbox
-from runtime.sandbox import engine
+from runtime.sandbox import engine, engine_file
 from specgen.cache_dir import CACHE_ENV, SECRET_NAME, seal
 
 
@@ -25,16 +25,18 @@ def test_only_the_pinned_wasm_is_accepted():
 
 
 def test_cache_key_covers_wasm_engine_settings_and_wasmtime_version(monkeypatch):
-    key = engine.cache_key()
-    settings = engine.engine_settings()
+    key = engine_file.cache_key()
+    settings = engine_file.engine_settings()
     assert settings["wasmtime"] == "50.0.1" and settings["epoch_interruption"] is True
-    monkeypatch.setattr(engine, "engine_settings", lambda: {**settings, "wasmtime": "51.0.0"})
-    assert engine.cache_key() != key
-    monkeypatch.setattr(engine, "engine_settings", lambda: {**settings, "max_wasm_stack": 1 << 20})
-    assert engine.cache_key() != key
-    monkeypatch.setattr(engine, "engine_settings", lambda: settings)
-    monkeypatch.setattr(engine, "WASM_SHA256", "0" * 64)
-    assert engine.cache_key() != key
+    monkeypatch.setattr(engine_file, "engine_settings", lambda: {**settings, "wasmtime": "51.0.0"})
+    assert engine_file.cache_key() != key
+    monkeypatch.setattr(
+        engine_file, "engine_settings", lambda: {**settings, "max_wasm_stack": 1 << 20}
+    )
+    assert engine_file.cache_key() != key
+    monkeypatch.setattr(engine_file, "engine_settings", lambda: settings)
+    monkeypatch.setattr(engine_file, "WASM_SHA256", "0" * 64)
+    assert engine_file.cache_key() != key
 
 
 def test_cache_entry_is_used_and_bad_entries_are_recompiled(tmp_path, monkeypatch):

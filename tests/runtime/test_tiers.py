@@ -14,6 +14,8 @@ import json
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -450,7 +452,7 @@ def test_an_engine_process_sees_its_folders_when_they_lie_under_tmp(
     process found an empty folder there, compiled the engine itself (half a second of
     every start) into its own scratch space; a virtual environment there would not
     have been seen at all."""
-    from runtime.sandbox.engine import cache_path, ensure_cached
+    from runtime.sandbox.engine_file import cache_path, ensure_cached
     from runtime.tiers.boundary import EngineProcess
     from specgen.cache_dir import CACHE_ENV
 
@@ -478,10 +480,10 @@ def test_a_folder_that_holds_tmp_is_not_bound_over_the_scratch_space(
 ) -> None:
     """PLIMSOLL_CACHE_DIR=/tmp: its bind would cover the engine's scratch tmpfs with the
     host's /tmp (read-only, and every other user's files in it)."""
-    from runtime.sandbox import engine
+    from runtime.sandbox import engine_file
     from specgen.cache_dir import CACHE_ENV
 
-    monkeypatch.setattr(engine, "ensure_cached", lambda: None)  # nothing written to /tmp
+    monkeypatch.setattr(engine_file, "ensure_cached", lambda: None)  # nothing written to /tmp
     monkeypatch.setenv(CACHE_ENV, "/tmp")
     assert Path("/tmp") not in launch.visible_folders()
     for tier in ("worker", "gvisor"):
@@ -489,3 +491,37 @@ def test_a_folder_that_holds_tmp_is_not_bound_over_the_scratch_space(
         binds = [argv[i + 1] for i, a in enumerate(argv) if a in ("--ro-bind", "--bind")]
         assert not any(Path("/tmp").is_relative_to(b) for b in binds if b != "/dev/null")
         assert argv.index("--tmpfs") < argv.index("--ro-bind")  # scratch first, then binds
+
+
+_BROKER_SIDE_PROBE = """
+import json, sys
+import runtime.mcp.cli, runtime.mcp.server
+from runtime import RunPool, load_grants
+grants, url, caller, code, tier = sys.argv[1:]
+with RunPool(grants, workers=1, isolation=tier) as pool:
+    profile = load_grants(grants).select("agent-memory", caller).with_base_url(url)
+    outcome = pool.run(code, profile, caller=caller)
+engine_side = ("wasmtime", "runtime.sandbox.runner", "runtime.sandbox.vm", "runtime.sandbox.engine")
+print(json.dumps([outcome.result.stdout, sorted(m for m in sys.modules if m in engine_side)]))
+"""
+
+
+@pytest.mark.parametrize("tier", ["worker", "gvisor"])
+def test_the_process_holding_the_key_never_loads_the_engine_on_an_isolated_tier(
+    tier: str, tmp_path: Path, api: FakeAPI
+) -> None:
+    """The key's process starts engine processes and answers their calls; the engine,
+    wasmtime and the code that drives QuickJS are theirs alone (a start of `specgen mcp`
+    loaded them for nothing, ~30 ms). The compiled engine is cached here already, as the
+    test session's first run made it; only a miss would load wasmtime, to compile it."""
+    path = grants_file(tmp_path)
+    probe = subprocess.run(
+        [sys.executable, "-c", _BROKER_SIDE_PROBE, str(path), api.url, CALLER, RECALL, tier],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CLOUDFLARE_API_TOKEN": KEY},
+        timeout=120,
+    )
+    assert probe.returncode == 0, probe.stderr[-2000:]
+    assert json.loads(probe.stdout) == ['{"ok":true}\n', []]
+    assert [s.headers["authorization"] for s in api.requests] == [f"Bearer {KEY}"]
