@@ -91,9 +91,9 @@ def test_installed_wheel_builds_the_golden_files_outside_the_checkout(tmp_path: 
     # the engine was built into the wheel (hatch_build.py): the installed package holds
     # the pinned module and runs JavaScript with it, nothing of the checkout involved
     engine_check = (
-        "import hashlib; from runtime import run_sandbox; from runtime.sandbox import engine;"
-        " p = engine.wasm_path(); print(p);"
-        " print(hashlib.sha256(p.read_bytes()).hexdigest() == engine.WASM_SHA256);"
+        "import hashlib; from runtime import run_sandbox; from runtime.sandbox import engine_file;"
+        " p = engine_file.wasm_path(); print(p);"
+        " print(hashlib.sha256(p.read_bytes()).hexdigest() == engine_file.WASM_SHA256);"
         " print(run_sandbox('print(6 * 7)').stdout.strip())"
     )
     wasm, pinned, answer = sh(python, "-c", engine_check, cwd=work).stdout.splitlines()

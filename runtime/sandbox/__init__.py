@@ -5,8 +5,9 @@ nothing about grants, keys or HTTP: this package never imports `runtime.broker` 
 draws the import graph to keep it so). Modules: `runner` (a run and its limits), `bridge`
 (the host call), `envelope` (decoding the guest's request), `guest` (the source a run
 evaluates), `vm` (one QuickJS instance), `engine` (the process's wasmtime engine),
-`terms` (the limits, the guest's grant and the result, as plain data), `wasm_layout`,
-`wasi`, `thread_stack`.
+`engine_file` (the pinned module and its cache entry, named without wasmtime), `terms`
+(the limits, the guest's grant and the result, as plain data), `wasm_layout`, `wasi`,
+`thread_stack`.
 
 `run` and `host_call_deadline` resolve on first use (PEP 562): a process that only
 starts engine processes and reads their results (the broker's, on the worker and
@@ -50,6 +51,10 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
 
 
 __all__ = [

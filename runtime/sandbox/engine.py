@@ -19,7 +19,6 @@ unsealed or incompatible entry is recompiled, never fatal.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import threading
 import time
 from dataclasses import dataclass
@@ -31,12 +30,11 @@ from wasmtime import _ffi as ffi
 from runtime.errors import EngineError
 from runtime.sandbox import wasi, wasm_layout
 from runtime.sandbox.engine_file import (
-    ENGINE_VERSION,
     MAX_WASM_STACK,
     MEMORY_RESERVATION_BYTES,
     STACK_BYTES,
-    WASM_SHA256,
     cache_path,
+    verify_wasm,
     wasm_path,
 )
 from runtime.sandbox.terms import MIN_MEMORY_MB
@@ -60,16 +58,6 @@ POOL_SLOTS = 64
 POOL_MAX_MEMORY_BYTES = 4 << 30  # wasm32's whole space; each run's limit is the Store's
 POOL_KEEP_RESIDENT_BYTES = 4 << 20
 POOL_TABLE_ELEMENTS = 4096  # the module's table has 548; the sandbox adds 3 per run
-
-
-def verify_wasm(data: bytes) -> bytes:
-    """Return `data` if it is exactly the pinned build, else refuse."""
-    digest = hashlib.sha256(data).hexdigest()
-    if digest != WASM_SHA256:
-        raise EngineError(
-            f"engine refused: wasm module sha256 {digest} is not the pinned build of the quickjs-ng {ENGINE_VERSION} sdist ({WASM_SHA256})"
-        )
-    return data
 
 
 def load_original_wasm(path: Path | None = None) -> bytes:
@@ -331,7 +319,6 @@ def get_engine() -> QjsEngine:
 
 
 __all__ = [
-    "WASM_SHA256",
     "EngineError",
     "QjsEngine",
     "cache_path",

@@ -72,6 +72,16 @@ def wasm_path() -> Path:
     return WASM_FILE
 
 
+def verify_wasm(data: bytes) -> bytes:
+    """Return `data` if it is exactly the pinned build, else refuse."""
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != WASM_SHA256:
+        raise EngineError(
+            f"engine refused: wasm module sha256 {digest} is not the pinned build of the quickjs-ng {ENGINE_VERSION} sdist ({WASM_SHA256})"
+        )
+    return data
+
+
 def ensure_cached() -> None:
     """Compile and cache the engine module now unless a trusted entry is there.
 

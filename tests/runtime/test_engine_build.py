@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import wasmtime
 
-from runtime.sandbox import engine, wasi
+from runtime.sandbox import engine, engine_file, wasi
 from runtime.sandbox.engine_build import build
 
 SANDBOX = Path(engine.__file__).parent
@@ -86,7 +86,7 @@ def test_the_module_imports_only_the_wasi_calls_the_sandbox_provides():
 def test_the_installed_module_is_the_pinned_build():
     data = engine.wasm_path().read_bytes()
     assert hashlib.sha256(data).hexdigest() == build.load_pins()["engine_sha256"]
-    assert build.load_pins()["engine_sha256"] == engine.WASM_SHA256
+    assert build.load_pins()["engine_sha256"] == engine_file.WASM_SHA256
 
 
 def test_every_pinned_input_has_a_sha256():

@@ -508,18 +508,26 @@ print(json.dumps([outcome.result.stdout, sorted(m for m in sys.modules if m in e
 
 @pytest.mark.parametrize("tier", ["worker", "gvisor"])
 def test_the_process_holding_the_key_never_loads_the_engine_on_an_isolated_tier(
-    tier: str, tmp_path: Path, api: FakeAPI
+    tier: str, tmp_path: Path, api: FakeAPI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The key's process starts engine processes and answers their calls; the engine,
     wasmtime and the code that drives QuickJS are theirs alone (a start of `specgen mcp`
-    loaded them for nothing, ~30 ms). The compiled engine is cached here already, as the
-    test session's first run made it; only a miss would load wasmtime, to compile it."""
+    loaded them for nothing, ~30 ms). The compiled engine is cached first, in a cache
+    folder of the test's own, as a start finds it on a machine that has run anything:
+    only a miss loads wasmtime there, to compile it."""
+    from runtime.sandbox.engine_file import ensure_cached
+    from specgen.cache_dir import CACHE_ENV
+
+    cache = tmp_path / "cache"
+    env = {**os.environ, "CLOUDFLARE_API_TOKEN": KEY, CACHE_ENV: str(cache)}
+    monkeypatch.setenv(CACHE_ENV, str(cache))
+    ensure_cached()
     path = grants_file(tmp_path)
     probe = subprocess.run(
         [sys.executable, "-c", _BROKER_SIDE_PROBE, str(path), api.url, CALLER, RECALL, tier],
         capture_output=True,
         text=True,
-        env={**os.environ, "CLOUDFLARE_API_TOKEN": KEY},
+        env=env,
         timeout=120,
     )
     assert probe.returncode == 0, probe.stderr[-2000:]

@@ -47,7 +47,7 @@ ENGINE_SOURCES = ("quickjs.c", "libregexp.c", "libunicode.c", "dtoa.c")
 #: for; zig 0.17 links its own wasm allocator, which rounds large blocks up to a power
 #: of two, so a 128 MiB ArrayBuffer would no longer fit a 256 MiB run.
 STACK_BYTES = 1 << 20
-#: The module's declared memory, the smallest limit a run accepts (engine.MIN_MEMORY_MB):
+#: The module's declared memory, the smallest limit a run accepts (terms.MIN_MEMORY_MB):
 #: a small grant's memory image fits in it (a 14-operation one's does, GitHub's 1,222
 #: operations' does not) and a run restoring it grows nothing. Each growth changes page protections: two calls per run (grown, then
 #: reset for the pool slot's next run), ~80 us each under gVisor (traced with runsc --strace).
