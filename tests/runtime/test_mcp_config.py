@@ -68,12 +68,12 @@ def _grants(tmp: Path) -> Path:
     return path
 
 
-def _config(tmp: Path, memory_url: str, mem0_url: str, **extra: str) -> Path:
+def _config(tmp: Path, memory_url: str, mem0_url: str, workers: int = 0, **extra: str) -> Path:
     _grants(tmp)
     lines = [
         'grants = "grants.json"',
         'listen = "127.0.0.1:0"',
-        "workers = 0",
+        f"workers = {workers}",
         *(f"{key} = {value}" for key, value in extra.items()),
         "",
         "[[profiles]]",
@@ -149,11 +149,12 @@ def _text(result: Any) -> str:
     return result.content[0].text
 
 
+@pytest.mark.parametrize("workers", [0, 1], ids=["in-process", "pooled-worker-tier"])
 def test_one_execute_calls_two_apis_each_with_its_own_profiles_key(
-    fakes: tuple[FakeAgentMemory, FakeMem0], tmp_path: Path
+    fakes: tuple[FakeAgentMemory, FakeMem0], tmp_path: Path, workers: int
 ) -> None:
     agent_memory, mem0_api = fakes
-    config = _config(tmp_path, agent_memory.url, mem0_api.url)
+    config = _config(tmp_path, agent_memory.url, mem0_api.url, workers)
     code = REMEMBER + ADD + 'console.log(m.success, r[0].status || "ok");'
     with config_server(config) as url:
         (result,) = anyio.run(_tools, url, BOTH_TOKEN, [("execute", {"code": code})])
@@ -171,6 +172,7 @@ def test_one_execute_calls_two_apis_each_with_its_own_profiles_key(
     assert record["profiles"] == [memory.PROFILE, mem0.PROFILE]
     assert record["caller"] == memory.CALLER
     assert [row["profile"] for row in record["calls"]] == [memory.PROFILE, mem0.PROFILE]
+    assert record["isolation"] == ("process" if workers == 0 else "worker")
 
 
 def test_a_caller_gets_only_the_profiles_that_allow_it(
