@@ -6,9 +6,10 @@ and `execute` runs JavaScript against the generated client in a fresh sandbox wh
 calls go through the broker. A 1,200-operation API then costs the model a few hundred
 tokens up front instead of its whole description.
 
-Runs are blocking (the sandbox and broker are synchronous), so each one goes to a worker
-thread; the event loop keeps serving other requests, and RUN_SLOTS bounds how many
-sandboxes exist at once. At most MAX_WAITING more executes wait for a slot; past that an
+Runs are blocking (the sandbox and broker are synchronous), so each one goes to another
+thread: the grant's pool's, whose result the event loop awaits, or without a pool an
+anyio worker thread. The event loop keeps serving other requests, and RUN_SLOTS bounds
+how many sandboxes exist at once. At most MAX_WAITING more executes wait for a slot; past that an
 execute is refused at once ("server busy"), so a client cannot queue up work (and the
 request bodies it holds) without bound. A tool never raises: a failed run is an
 `isError` result.
