@@ -37,7 +37,12 @@ demo: $(STAMP) $(ENGINE_WASM)
 test: $(STAMP) $(ENGINE_WASM) corpus
 	$(BIN)/python -m pytest -q
 
+# Our modules' bytecode brought up to date first, so each bench starts processes as an
+# installed package does (pip compiles a wheel's modules at install; an editable
+# install never does, and with PYTHONDONTWRITEBYTECODE set an edited module would be
+# compiled from source by every process the bench starts).
 bench: $(STAMP) $(ENGINE_WASM) corpus
+	$(BIN)/python -m compileall -q -j0 specgen runtime examples
 	PLIMSOLL_BENCH=1 $(BIN)/python -m pytest -q -s tests/benchmarks
 
 # Every agent program in tests/differential/programs and DIFFERENTIAL_EXAMPLES composed
