@@ -58,16 +58,11 @@ from runtime.sandbox.bridge import (
 )
 from runtime.sandbox.engine import EPOCH_TICK_S, JS_STACK_ALLOWANCE, get_engine
 from runtime.sandbox.terms import (
-    DEFAULT_MEMORY_MB,
-    DEFAULT_TIMEOUT_S,
     EXIT_ERROR,
     EXIT_INTERNAL,
     EXIT_OK,
     EXIT_TIMEOUT,
     EXIT_TRAP,
-    MAX_MEMORY_MB,
-    MAX_TIMEOUT_S,
-    MIN_MEMORY_MB,
     GuestGrant,
     Limits,
     RunResult,
@@ -446,19 +441,4 @@ def _run(
     )
 
 
-__all__ = [
-    "DEFAULT_MEMORY_MB",
-    "DEFAULT_TIMEOUT_S",
-    "EXIT_ERROR",
-    "EXIT_INTERNAL",
-    "EXIT_OK",
-    "EXIT_TIMEOUT",
-    "EXIT_TRAP",
-    "MAX_MEMORY_MB",
-    "MAX_TIMEOUT_S",
-    "MIN_MEMORY_MB",
-    "GuestGrant",
-    "Limits",
-    "RunResult",
-    "run",
-]
+__all__ = ["output_text", "run"]
