@@ -71,7 +71,92 @@ class Run:
     refused: tuple[str, ...] = ()
 
 
-class Grant:
+class _Runs:
+    """Running code through a grant: what `Grant` (one profile) and `Together` (several in
+    one sandbox) share; each says which profiles a run is sent with (`_sent`)."""
+
+    _pool: RunPool | None
+    _caller: str | None
+    timeout_s: float
+    memory_mb: int
+
+    @property
+    def _sent(self) -> Profile | tuple[Profile, ...]:
+        raise NotImplementedError
+
+    def _who(self, caller: str | None) -> str:
+        who = caller or self._caller
+        if who is None:
+            raise GrantError("no caller to run for")
+        return who
+
+    def run(
+        self,
+        code: str,
+        trace_id: str | None = None,
+        caller: str | None = None,
+        approver: Approver | None = None,
+    ) -> Run:
+        """Run `code` in a fresh sandbox through the grant for `caller` (default: the
+        one named at start-up). Blocking; thread-safe.
+
+        `approver` asks a person about the calls the grant holds (with a pool, from the
+        dispatching thread, on the worker's behalf); without one they are refused."""
+        who = self._who(caller)
+        run = self._pool.run if self._pool is not None else run_profile
+        outcome = run(
+            code,
+            self._sent,
+            caller=who,
+            timeout_s=self.timeout_s,
+            memory_mb=self.memory_mb,
+            trace_id=trace_id,
+            approver=approver,
+        )
+        return _as_run(outcome, who)
+
+    def submit(
+        self,
+        code: str,
+        trace_id: str | None = None,
+        caller: str | None = None,
+        approver: Approver | None = None,
+    ) -> concurrent.futures.Future[Run] | None:
+        """`run`, queued on the pool for a caller that waits without a thread of its own
+        (the server's event loop); None without a pool, where `run` is the only way. The
+        outcome is made a `Run` on the pool's thread as it ends (the future's callback),
+        so whoever awaits it only reads the result."""
+        if self._pool is None:
+            return None
+        who = self._who(caller)
+        queued = self._pool.submit(
+            code,
+            self._sent,
+            caller=who,
+            timeout_s=self.timeout_s,
+            memory_mb=self.memory_mb,
+            trace_id=trace_id,
+            approver=approver,
+        )
+        done: concurrent.futures.Future[Run] = concurrent.futures.Future()
+
+        def finish(ended: concurrent.futures.Future[RunOutcome]) -> None:
+            if not done.set_running_or_notify_cancel():
+                return  # the waiter gave up on it (it never does while a run is shielded)
+            try:
+                done.set_result(_as_run(ended.result(), who))
+            except StopIteration:
+                # An asyncio future refuses a StopIteration (its awaiter would never
+                # wake): a RuntimeError, as anyio's threads make of one.
+                done.set_exception(RuntimeError("a run raised StopIteration"))
+            except BaseException as exc:
+                done.set_exception(exc)
+
+        queued.add_done_callback(finish)
+        return done
+
+
+class Grant(_Runs):
     """One selected profile, ready to run agent code for its caller (the one named at
     start-up, or with client authentication each request's authenticated caller)."""
 
@@ -183,51 +268,12 @@ class Grant:
     def approval_timeout_s(self) -> float:
         return self._profile.approval_timeout_s
 
-    def run(
-        self,
-        code: str,
-        trace_id: str | None = None,
-        caller: str | None = None,
-        approver: Approver | None = None,
-    ) -> Run:
-        """Run `code` in a fresh sandbox through the grant for `caller` (default: the
-        one named at start-up). Blocking; thread-safe.
-
-        `approver` asks a person about the calls the grant holds (with a pool, from the
-        dispatching thread, on the worker's behalf); without one they are refused."""
-        who = caller or self._caller
-        if who is None:
-            raise GrantError("no caller to run for")
-        run = self._pool.run if self._pool is not None else run_profile
-        outcome = run(
-            code,
-            self._profile,
-            caller=who,
-            timeout_s=self.timeout_s,
-            memory_mb=self.memory_mb,
-            trace_id=trace_id,
-            approver=approver,
-        )
-        return _as_run(outcome, who)
-
-    def submit(
-        self,
-        code: str,
-        trace_id: str | None = None,
-        caller: str | None = None,
-        approver: Approver | None = None,
-    ) -> concurrent.futures.Future[Run] | None:
-        """`run`, queued on the pool for a caller that waits without a thread of its own
-        (the server's event loop); None without a pool, where `run` is the only way."""
-        if self._pool is None:
-            return None
-        who = caller or self._caller
-        if who is None:
-            raise GrantError("no caller to run for")
-        return _queued(self._pool, code, self._profile, who, self, trace_id, approver)
+    @property
+    def _sent(self) -> Profile:
+        return self._profile
 
 
-class Together:
+class Together(_Runs):
     """Several profiles' grants as one run's: each profile's client is its own global in
     the one sandbox and each call goes to its own profile's broker and credential
     (runtime.profile_set). It answers what the server asks of a `Grant`."""
@@ -272,87 +318,14 @@ class Together:
         names = tuple(g.name for g in self.grants)
         return _not_run_line(names, trace_id, mark, reason, caller or self._caller)
 
-    def run(
-        self,
-        code: str,
-        trace_id: str | None = None,
-        caller: str | None = None,
-        approver: Approver | None = None,
-    ) -> Run:
-        """`Grant.run` with every profile of the set in the one sandbox."""
-        who = caller or self._caller
-        if who is None:
-            raise GrantError("no caller to run for")
-        run = self._pool.run if self._pool is not None else run_profile
-        outcome = run(
-            code,
-            tuple(g._profile for g in self.grants),
-            caller=who,
-            timeout_s=self.timeout_s,
-            memory_mb=self.memory_mb,
-            trace_id=trace_id,
-            approver=approver,
-        )
-        return _as_run(outcome, who)
-
-    def submit(
-        self,
-        code: str,
-        trace_id: str | None = None,
-        caller: str | None = None,
-        approver: Approver | None = None,
-    ) -> concurrent.futures.Future[Run] | None:
-        """`Grant.submit` with every profile of the set in the one sandbox."""
-        if self._pool is None:
-            return None
-        who = caller or self._caller
-        if who is None:
-            raise GrantError("no caller to run for")
-        profiles = tuple(g._profile for g in self.grants)
-        return _queued(self._pool, code, profiles, who, self, trace_id, approver)
+    @property
+    def _sent(self) -> tuple[Profile, ...]:
+        return tuple(g._profile for g in self.grants)
 
 
 def as_one(grants: Sequence[Grant]) -> Grant | Together:
     """The grant a run of `grants` goes through: the one itself, or all of them together."""
     return grants[0] if len(grants) == 1 else Together(grants)
-
-
-def _queued(
-    pool: RunPool,
-    code: str,
-    sent: Profile | tuple[Profile, ...],
-    who: str,
-    grant: Grant | Together,
-    trace_id: str | None,
-    approver: Approver | None,
-) -> concurrent.futures.Future[Run]:
-    """The pool's run of `code`, its outcome made a `Run` on the pool's thread as it
-    ends (the future's callback), so whoever awaits it only reads the result."""
-    queued = pool.submit(
-        code,
-        sent,
-        caller=who,
-        timeout_s=grant.timeout_s,
-        memory_mb=grant.memory_mb,
-        trace_id=trace_id,
-        approver=approver,
-    )
-    done: concurrent.futures.Future[Run] = concurrent.futures.Future()
-
-    def finish(ended: concurrent.futures.Future[RunOutcome]) -> None:
-        if not done.set_running_or_notify_cancel():
-            return  # the waiter gave up on it (it never does while a run is shielded)
-        try:
-            done.set_result(_as_run(ended.result(), who))
-        except StopIteration:
-            # An asyncio future refuses a StopIteration (its awaiter would never wake):
-            # a RuntimeError, as anyio's threads make of one.
-            done.set_exception(RuntimeError("a run raised StopIteration"))
-        except BaseException as exc:
-            done.set_exception(exc)
-
-    queued.add_done_callback(finish)
-    return done
 
 
 def _as_run(outcome: RunOutcome, who: str) -> Run:
