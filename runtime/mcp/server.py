@@ -9,10 +9,10 @@ tokens up front instead of its whole description.
 Runs are blocking (the sandbox and broker are synchronous), so each one goes to another
 thread: the grant's pool's, whose result the event loop awaits, or without a pool an
 anyio worker thread. The event loop keeps serving other requests, and RUN_SLOTS bounds
-how many sandboxes exist at once. At most MAX_WAITING more executes wait for a slot; past that an
-execute is refused at once ("server busy"), so a client cannot queue up work (and the
-request bodies it holds) without bound. A tool never raises: a failed run is an
-`isError` result.
+how many sandboxes exist at once. At most MAX_WAITING more executes wait for a slot;
+past that an execute is refused at once ("server busy"), so a client cannot queue up
+work (and the request bodies it holds) without bound. A tool never raises: a failed run
+is an `isError` result.
 
 Every execute is on the record: its audit line (the one `specgen run` writes) goes to
 the server's `AuditLog` whether it ran, timed out, crashed or was refused before a
