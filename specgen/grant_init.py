@@ -14,6 +14,7 @@ draft is plain data here and the tests prove the loader accepts it.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 from dataclasses import dataclass, field
@@ -77,7 +78,7 @@ def _origin(doc: dict[str, Any], server: str | None) -> tuple[str, list[str]]:
         if parts.scheme in ("http", "https") and parts.hostname and "{" not in parts.netloc:
             origin = f"{parts.scheme}://{parts.netloc.rsplit('@', 1)[-1]}"
             notes = []
-            if parts.scheme == "http" and parts.hostname not in ("localhost", "127.0.0.1", "::1"):
+            if parts.scheme == "http" and not _loopback(parts.hostname):
                 notes.append(
                     f"base_url {go_quote(origin)} is plain http; the loader accepts http only for "
                     "a loopback host, so change it to the API's https origin"
@@ -323,36 +324,55 @@ def _overrides(origins: list[str]) -> list[str]:
     applies base_url's full rules, this refuses what is plainly not an origin."""
     out: list[str] = []
     for origin in origins:
-        host_part = origin.removesuffix(":*")
-        try:
-            parts = urlsplit(host_part)
-            _ = parts.port
-        except ValueError:
-            parts = None
-        if (
-            parts is None
-            or parts.scheme not in ("http", "https")
-            or not parts.hostname
-            or parts.path
-            or parts.query
-            or parts.fragment
-            or "@" in parts.netloc
-        ):
-            raise SpecError(
-                f"specgen: --base-url-override {go_quote(origin)}: an origin "
-                "(http(s)://host[:port], or http://127.0.0.1:* for any port of a loopback host)"
-            )
-        if origin.endswith(":*") and parts.hostname not in _LOOPBACK:
-            raise SpecError(
-                f"specgen: --base-url-override {go_quote(origin)}: port * is allowed only for "
-                "a loopback host"
-            )
+        _check_origin("--base-url-override", origin, any_port=True)
         if origin not in out:
             out.append(origin)
     return out
 
 
-_LOOPBACK = ("localhost", "127.0.0.1", "::1")
+def _check_origin(flag: str, origin: str, *, any_port: bool = False) -> None:
+    """Refuse, in the words of `flag`, what is plainly not an origin the loader takes:
+    http(s)://host[:port] and nothing after it, plain http only for a loopback host (and,
+    with `any_port`, a loopback host's `:*`). The loader applies base_url's full rules;
+    this keeps a draft from passing `check` and then failing at the first run."""
+    host_part = origin.removesuffix(":*") if any_port else origin
+    try:
+        parts = urlsplit(host_part)
+        _ = parts.port
+    except ValueError:
+        parts = None
+    if (
+        parts is None
+        or parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or parts.path
+        or parts.query
+        or parts.fragment
+        or "@" in parts.netloc
+    ):
+        shape = "http(s)://host[:port]"
+        if any_port:
+            shape += ", or http://127.0.0.1:* for any port of a loopback host"
+        raise SpecError(f"specgen: {flag} {go_quote(origin)}: an origin ({shape})")
+    if origin.endswith(":*") and any_port and not _loopback(parts.hostname):
+        raise SpecError(
+            f"specgen: {flag} {go_quote(origin)}: port * is allowed only for a loopback host"
+        )
+    if parts.scheme == "http" and not _loopback(parts.hostname):
+        raise SpecError(
+            f"specgen: {flag} {go_quote(origin)}: plain http is allowed only for a loopback "
+            "host; use the API's https origin"
+        )
+
+
+def _loopback(host: str) -> bool:
+    """A loopback host as the loader counts one: `localhost` or a loopback address."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _user_agent_note(base_url: str) -> str | None:
@@ -400,6 +420,7 @@ def draft(
             )
     overrides = _overrides(base_url_overrides or [])
     if base_url is not None:
+        _check_origin("--base-url", base_url)
         notes: list[str] = []
     else:
         base_url, notes = _origin(doc, server)

@@ -223,6 +223,60 @@ def test_allow_entries_check_would_refuse_are_refused_in_one_line(allow: str, wh
     assert line.startswith(why), line
 
 
+@pytest.mark.parametrize(
+    ("flag", "url"),
+    [
+        ("--base-url", "https://api.example.com"),
+        ("--base-url", "https://api.example.com:8443"),
+        ("--base-url", "http://127.0.0.2:8080"),
+        ("--base-url", "http://[::1]:9"),
+        ("--base-url", "ftp://x"),
+        ("--base-url", "https://x.example/path"),
+        ("--base-url", "https://x.example?q"),
+        ("--base-url", "http://api.example.com"),
+        ("--base-url", "https://user@x.example"),
+        ("--base-url-override", "https://staging.example.com"),
+        ("--base-url-override", "http://localhost:*"),
+        ("--base-url-override", "http://staging.example.com"),
+        ("--base-url-override", "https://staging.example.com:*"),
+        ("--base-url-override", "https://staging.example.com/v2"),
+    ],
+)
+def test_a_drafted_origin_is_one_the_loader_takes_or_is_refused_in_one_line(
+    flag: str, url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`grant init` and the loader agree on each origin: a draft `check` passes never
+    fails at the first run for its base_url or an override."""
+    from runtime import GrantsError, load_grants
+
+    monkeypatch.setenv("P_TOKEN", KEY)  # the draft's token env, so only the origin decides
+    grants = tmp_path / "grants.json"
+    result = _init(MEM0, "GET /v1/memories/", extra=(flag, url, "-o", str(grants)))
+    loaded: GrantsError | None = None
+    if result.exit_code == 0:
+        try:
+            load_grants(grants)
+        except GrantsError as exc:
+            loaded = exc
+        assert loaded is None, f"the draft passed grant init but not the loader: {loaded}"
+    else:
+        assert result.exit_code == 1, result.output
+        [line] = result.stderr.splitlines()
+        assert line.startswith(f"specgen: {flag} "), line
+        assert not grants.exists()
+        # the loader refuses it too: the same origin written by hand
+        body = json.loads(_init(MEM0, "GET /v1/memories/").stdout)
+        profile = body["profiles"]["p"]
+        if flag == "--base-url":
+            profile["base_url"] = url
+        else:
+            profile["base_url_overrides"] = [url]
+        assert profile["token"]["env"] == "P_TOKEN"
+        grants.write_text(json.dumps(body))
+        with pytest.raises(GrantsError, match=r"BaseURL|base_url|override"):
+            load_grants(grants)
+
+
 # --- profile headers the document fixes -------------------------------------------------
 
 
