@@ -477,12 +477,13 @@ def grant() -> None:
     help="An allow entry, an instance of one of SPEC's routes (repeatable): "
     "'METHOD /path?query&name=pin', a JSON object or array of entries "
     '(\'{"route": ..., "headers": [...]}\'), or @FILE holding that JSON. '
-    "Without any, allow is empty and every call is refused.",
+    "Without any, allow is empty and the loader refuses the profile until you add one.",
 )
 @click.option(
     "--base-url",
     metavar="URL",
-    help="The profile's base_url (the API's origin) instead of the document's first server.",
+    help="The profile's base_url (the API's origin, https unless loopback) instead of the "
+    "document's first server.",
 )
 @click.option(
     "--base-url-override",
@@ -565,7 +566,8 @@ def grant_init(
         write_atomic(output, drafted.text().encode())
     except OSError as exc:
         raise SpecError(f"specgen: write {output}: {exc.strerror or exc}") from None
-    click.echo(f"specgen: wrote {output}", err=True)
+    if verbosity:
+        click.echo(f"specgen: wrote {output}", err=True)
 
 
 @grant.command("schema")

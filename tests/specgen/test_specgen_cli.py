@@ -374,6 +374,8 @@ def test_an_internal_error_is_one_line_too(
         raise RuntimeError("simulated bug")
 
     monkeypatch.setattr("specgen.build.generate", boom)
+    # main() would switch this test process's collector off for good (specgen/oneshot.py)
+    monkeypatch.setattr(cli_module, "one_shot_without_gc", lambda argv, builtin: False)
     monkeypatch.setattr(sys, "argv", ["specgen", "build", str(SMART)])
     monkeypatch.delenv("SPECGEN_DEBUG", raising=False)
     with pytest.raises(SystemExit) as exc:
@@ -465,12 +467,16 @@ def test_build_without_outdir_prints_sections(tmp_path: Path) -> None:
         + g["description.txt"]
         + "\n=== health_check (the profile's health_check backpressure probe) ===\n"
         + g["health_check.txt"]
+        + "\n=== types (types.d.ts: each method's parameters, body and response in TypeScript)"
+        " ===\n" + g["types.d.ts"]
     )
     # no skips, no warnings, and a health check is set: the summary alone
     assert result.stderr == "specgen: built 9 operations; 0 skipped, 0 warnings\n"
     hazards = run("build", HAZARDS, "--global", "home")
     assert "=== health_check" not in hazards.stdout
-    assert hazards.stdout.endswith(golden("hazards")["description.txt"])
+    description, types = hazards.stdout.split("\n=== types (types.d.ts: ")
+    assert description.endswith(golden("hazards")["description.txt"])
+    assert types.endswith(golden("hazards")["types.d.ts"])
     assert hazards.stderr.splitlines()[-2:] == [
         "specgen: note: no GET is marked x-plimsoll-health-check, so the profile gets no "
         "health_check (see docs/grants.md)",
