@@ -11,9 +11,15 @@ from __future__ import annotations
 import os
 import select
 import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from runtime.broker.approval import Answer, Question
-from specgen.routes import RouteError, parse_route_line
+from specgen.allow import AllowError, parse_entry
+from specgen.quoting import go_quote
+
+if TYPE_CHECKING:
+    from specgen.routes import Route
 
 #: Longest answer line read from the terminal (bytes); more is a no.
 _MAX_ANSWER = 64
@@ -88,7 +94,8 @@ class FixedApprover:
     @classmethod
     def parse(cls, values: tuple[str, ...]) -> FixedApprover:
         """From the `--approve` values; ValueError (one line) for a value that is none
-        of `all`, `none` or a "METHOD /path" allow route."""
+        of `all`, `none` or an allow entry ("METHOD /path", its `?query` part too: the
+        route is what is approved, so an entry pasted from `allow` names its route)."""
         if values == ("all",):
             return cls(None)
         if values == ("none",):
@@ -98,11 +105,21 @@ class FixedApprover:
             if value in ("all", "none"):
                 raise ValueError(f"--approve {value} cannot be combined with other values")
             try:
-                route = parse_route_line(value)
-            except RouteError as exc:
-                raise ValueError(f"--approve {value!r}: {exc}") from None
+                route = parse_entry(value).route
+            except AllowError as exc:
+                raise ValueError(f"--approve {go_quote(value)}: {exc}") from None
             routes.add((route.method.upper(), route.path))
         return cls(frozenset(routes))
+
+    def unknown(self, allowed: Iterable[Route]) -> str | None:
+        """The first listed route that none of `allowed` is ("METHOD /path"), else None:
+        a route no allow entry has is never asked about, so approving it is a typo that
+        would otherwise decline, without a word, the call it meant."""
+        if self._routes is None:
+            return None
+        known = {(route.method.upper(), route.path) for route in allowed}
+        missing = sorted(self._routes - known)
+        return f"{missing[0][0]} {missing[0][1]}" if missing else None
 
     def __call__(self, question: Question, timeout_s: float) -> Answer | None:
         if self._routes is None or (question.method, question.route) in self._routes:

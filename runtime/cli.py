@@ -284,6 +284,13 @@ def run(
             " it in this one: choose one"
         )
     approver = _approver(approve)
+    if isinstance(approver, FixedApprover):
+        missing = approver.unknown(route for p in chosen for route in p.allow)
+        if missing is not None:
+            raise RunInputError(
+                f"--approve {_q(missing)}: no allow entry of the profile has this route,"
+                " so no call of it is ever held to approve"
+            )
 
     if not batch and isolation == "process":
         # A missing or tampered engine is an EngineError (a Refusal), never a traceback.

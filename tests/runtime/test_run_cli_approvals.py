@@ -98,7 +98,13 @@ def test_approve_all_sends_it(tmp_path: Path, api: FakeAPI, isolation: str) -> N
 
 @pytest.mark.parametrize(
     ("values", "sent"),
-    [(["none"], False), (["POST /v1/items"], True), (["GET /v1/items/*"], False)],
+    [
+        (["none"], False),
+        (["POST /v1/items"], True),
+        (["GET /v1/items/*"], False),
+        # an entry as `allow` spells it, its query part too: the route is what is approved
+        (["POST /v1/items?tag&dry_run=1"], True),
+    ],
 )
 def test_approve_none_or_a_route_list(
     tmp_path: Path, api: FakeAPI, values: list[str], sent: bool
@@ -113,6 +119,21 @@ def test_a_bad_approve_value_is_one_line_and_a_non_zero_exit(tmp_path: Path, api
     assert done.returncode != 0
     assert done.stderr.decode().strip().count("\n") == 0
     assert b"Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("route", ["POST /v1/item", "DELETE /v1/items/*"])
+def test_approving_a_route_no_allow_entry_has_is_refused_before_the_run(
+    tmp_path: Path, api: FakeAPI, route: str
+) -> None:
+    """A typo would otherwise decline, without a word, the call it meant to approve."""
+    done = _no_terminal([*_files(tmp_path, api), "--approve", route])
+    assert done.returncode == 1, done.stdout
+    assert done.stdout == b""
+    assert done.stderr.decode() == (
+        f'specgen: --approve "{route}": no allow entry of the profile has this route, so no'
+        " call of it is ever held to approve\n"
+    )
+    assert api.requests == []
 
 
 def _on_a_terminal(args: list[str], typed: bytes, stdin: bytes) -> tuple[bytes, str]:
