@@ -412,7 +412,7 @@ def check(
     """Exit 0 when OUTDIR holds exactly what build would write for SPEC (and, with
     --grants, when every allow entry of the profile is an instance of one of SPEC's
     routes and its catalog, if it has one, is SPEC's route list); else print what
-    differs, one line per route, and exit 1."""
+    differs (a unified diff per file, one line per allow entry or route) and exit 1."""
     if outdir is None and grants is None:
         raise click.UsageError("give OUTDIR, --grants FILE --profile NAME, or both")
     if (grants is None) != (profile is None):
