@@ -5,7 +5,7 @@ WebAssembly. They meet here: the sandbox decodes the guest's envelope into a
 `HostRequest` and hands it to a `HostHandler`, whose answer is a `HostReply` (a status
 and bytes). Both are plain frozen dataclasses, so a later change can add fields (a route
 template, path parameters, a query, headers, a media type) with defaults, without
-touching the sandbox (issue 8 added the structured call's fields this way), and the engine
+touching the sandbox (the structured call's fields were added this way), and the engine
 can run in another process than the key: on the worker and gvisor tiers
 (runtime/tiers/) these records cross a pipe as plain JSON and bytes.
 
@@ -47,7 +47,7 @@ class HostRequest:
     #: The exact UTF-8 JSON text the guest wrote for `body`, or None when absent, so
     #: what the broker approves is what it forwards ("approve == wire").
     body: bytes | None = None
-    #: A structured call (issue 8): the route pattern the generated client names (`*`
+    #: A structured call: the route pattern the generated client names (`*`
     #: where a path value goes), instead of `path`. The broker builds the URL itself.
     route: str | None = None
     #: The path values, in order, one per `*` of `route`, each as text.

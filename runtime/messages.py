@@ -9,7 +9,7 @@ values) are built where the data is checked, and say which field they name.
 
 from __future__ import annotations
 
-# -- host-call refusals the broker makes (reference section 5.3 / 6.2) -------------------
+# -- host-call refusals the broker makes (the reference's texts) --------------------------
 MSG_ENDED = "host api grant has ended"
 MSG_CAPACITY = "host api broker is at capacity"
 MSG_BUDGET = "host api call budget for this run is exhausted"

@@ -15,7 +15,7 @@ carries only the rule id and, when the call matched one, the allow entry (the
 operator's own text); never a name the guest chose.
 
 `route_not_granted` and `call_malformed` keep the reference implementation's bytes
-(`forbidden by sandbox capability allowlist`, reference section 5.3), which the
+(`forbidden by sandbox capability allowlist`), which the
 raw-call tests pin against the Go reference; the trace and the audit tell the two
 apart by rule id. The texts of budget, cap, capacity, held bytes, too large, breaker
 and run ended are the reference's or were there before this table; the parameter,

@@ -17,7 +17,7 @@ from specgen.quoting import go_quote
 
 #: The verbs the reference's grants enforce (and `--compat reference` writes).
 METHODS: tuple[str, ...] = ("GET", "PUT", "POST", "DELETE", "PATCH")
-#: The verbs a grant may hold since issue 8: HEAD and OPTIONS too. TRACE never: the
+#: The verbs a grant may hold: HEAD and OPTIONS too. TRACE never: the
 #: server echoes the request back, credential included.
 GRANT_METHODS: tuple[str, ...] = (*METHODS, "HEAD", "OPTIONS")
 
@@ -194,7 +194,7 @@ def route_error(
     """Why (method, path) cannot be a grant route, or None (ValidateHostRoute).
 
     `methods` and `partial` widen the reference's rule for the grants loader (HEAD,
-    OPTIONS and `*.json`-style segments, issue 8); the defaults are the reference's.
+    OPTIONS and `*.json`-style segments); the defaults are the reference's.
     """
     if method not in methods:
         return f'route method "{method}" is not one of {", ".join(methods)}'

@@ -1,7 +1,7 @@
 """The backpressure breaker: after an upstream says "slow down", stop sending for a while.
 
 Why: a guest in a loop that keeps calling an API answering 429 or 503 turns an outage
-or an exhausted quota into a flood under the operator's key. Reference section 3.7: the
+or an exhausted quota into a flood under the operator's key. As in the reference, the
 breaker is closed until a DELIVERED upstream 429 or 503 opens it for a cooldown taken
 from `Retry-After` (integer seconds, sign allowed, or an HTTP date; absent or unreadable
 is 1 s; always clamped to [1 s, 30 s]). While open, every permitted call is shed with

@@ -1,4 +1,4 @@
-"""Turning a guest's structured call into wire pieces the broker has checked (issue 8).
+"""Turning a guest's structured call into wire pieces the broker has checked.
 
 Why the broker, not the client, builds the URL: a path the guest concatenated can only
 be compared byte for byte (so `a b`, `é` or `user@example.com` could never be sent),

@@ -11,7 +11,7 @@ path) share one counter with the tighter limit.
 
 The load-time check refuses a cap an uncapped spelling could bypass: an allow entry of
 the same method and shape with `*` where the capped entry has a fixed segment reaches
-the capped route's calls through another counter (reference section 3.6).
+the capped route's calls through another counter (as the reference does).
 """
 
 from __future__ import annotations

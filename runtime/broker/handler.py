@@ -85,7 +85,7 @@ _SLOT_POLL_S = 0.01
 
 _TEXT = "text/plain; charset=utf-8"
 
-#: What the guest gets for each failure: a status and a short fixed text (issue 12.5).
+#: What the guest gets for each failure: a status and a short fixed text.
 #: A reflected key gets the generic text, so the guest learns nothing about the check.
 FAILURE_REPLIES: dict[Failure, tuple[int, str]] = {
     Failure.UNREACHABLE: (502, MSG_UPSTREAM_UNREACHABLE),
@@ -478,7 +478,7 @@ class Broker:
     def _probe(self) -> tuple[int, str | None]:
         """GET the health route with the credential; (status, Retry-After), 0 on no reply.
 
-        Neither recorded nor charged (reference 3.4); its body is read (bounded) and
+        Neither recorded nor charged (as in the reference); its body is read (bounded) and
         dropped, never shown to the guest.
         """
         health = self._profile.health_check

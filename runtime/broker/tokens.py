@@ -1,4 +1,4 @@
-"""Per-run short-lived tokens: the `jwt` token type (reference section 4.4).
+"""Per-run short-lived tokens: the `jwt` token type.
 
 Why: a static key handed to the broker is valid for as long as the operator leaves it
 in place, for anyone who obtains it. A jwt profile instead holds a signing key and mints,

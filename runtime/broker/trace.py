@@ -65,7 +65,7 @@ class TraceRow:
     #: Why nothing was delivered (runtime.broker.upstream.Failure's value), else None.
     #: An enum value only, never a URL or an exception's text.
     failure: str | None = None
-    #: Names of the query and header parameters the call sent (issue 8), never their
+    #: Names of the query and header parameters the call sent, never their
     #: values; omitted from the audit line when there are none.
     params: tuple[str, ...] = ()
     #: For a call the grant held for a person's approval: approved, declined, timed_out

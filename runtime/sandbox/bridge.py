@@ -59,7 +59,7 @@ from runtime.sandbox.engine import EPOCH_TICK_S
 from runtime.sandbox.terms import MAX_PENDING_CALLS
 from specgen import media
 
-#: The largest reply body the bridge hands to the guest (reference 5.3, 6.2).
+#: The largest reply body the bridge hands to the guest: the reference's limit.
 MAX_REPLY_BYTES = 4 << 20
 HOST_CALL_NAME = "__coderunner_host_call"
 HOST_START_NAME = "__coderunner_host_start"

@@ -1,4 +1,4 @@
-"""Decode the guest's host-call envelope (reference section 5.3, extended by issue 8).
+"""Decode the guest's host-call envelope: the reference's raw call and the structured call.
 
 Two shapes: the reference's raw call `{method, path, body?}`, and the structured call
 the generated client sends, `{method, route, values?, query?, headers?, body?, type?}`:

@@ -1,4 +1,4 @@
-"""What the guest sees: the one ES-module source a run evaluates (reference 5.1, 6.3).
+"""What the guest sees: the one ES-module source a run evaluates.
 
 Order: shims + "\\n", then (grant only) the generic client rendered from
 templates/client.js.j2, then "\\n" + preamble when the grant has one, then "\\n" + the

@@ -1,4 +1,4 @@
-"""Concurrent host calls (issue 13), printed beside the old synchronous path; never asserted.
+"""Concurrent host calls, printed beside the old synchronous path; never asserted.
 
 Run with `make bench` (PLIMSOLL_BENCH=1). A real HTTP server on 127.0.0.1 answers each
 request after 200 ms; every run goes through `run_with_grant` (sandbox + broker), so the
@@ -7,7 +7,7 @@ numbers are what an agent's code would see against an API with that latency.
 - promise: the client's methods (`host.get`), which start calls through
   `__coderunner_host_start` and return promises that the host settles.
 - synchronous: the same calls through the reference's blocking `__coderunner_host_call`,
-  which is what every client method did before issue 13.
+  which is what every client method used to do.
 
 Workloads: 10 calls through `Promise.all` (target < 0.3 s; about 2 s synchronously),
 20 calls through `Promise.all` with 16 in flight (target < 0.5 s), and a sequential

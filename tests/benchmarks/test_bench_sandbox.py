@@ -1,7 +1,7 @@
 """Sandbox timings, printed side by side with their baselines, never asserted.
 
-Run with `make bench` (PLIMSOLL_BENCH=1). Targets on the 2-core reference machine
-(issue 3): a fresh run p50 <= 6 ms, a host call < 100 us, >= 10x faster than spawning
+Run with `make bench` (PLIMSOLL_BENCH=1). Targets on the 2-core reference machine:
+a fresh run p50 <= 6 ms, a host call < 100 us, >= 10x faster than spawning
 `node -e` with the same code.
 
 - fresh run: the injected client + a 14-method preamble + ~1 KB of user code + one host

@@ -1,4 +1,4 @@
-"""Issue 10's targets, printed side by side with their baselines, never asserted.
+"""The memory-image targets, printed side by side with their baselines, never asserted.
 
 Run with `make bench` (PLIMSOLL_BENCH=1). Targets (2-core reference machine):
 - a fresh run p50 <= 1.2x native QuickJS (PyPI `quickjs`: a fresh context, the same

@@ -8,11 +8,11 @@ so a slow machine shows up in both columns:
 - build: GitHub's REST document from the robustness corpus (13 MB, ~1,100 paths, with
   validation; target <= 1.2 s). Baselines: `python -c` that only loads the file with
   `json`, and the pure-Python jsonschema validator that the fast path replaces.
-- start-up (issue 10's targets, one table): `specgen build -o DIR` as a whole process on
+- start-up (one table): `specgen build -o DIR` as a whole process on
   a 14-operation document (Cloudflare's agent-memory; target <= 100 ms) and on GitHub's
   (api.github.com.json, and GitHub Enterprise Cloud's ghec.json beside it; target
   <= 0.25 s), interleaved run by run with `python -c pass` (each target is also shown
-  scaled by it against the 9 ms the issue measured beside its targets) and, when
+  scaled by it against the 9 ms it took where the targets were set) and, when
   PLIMSOLL_BENCH_BASELINE names another checkout's `specgen` script (e.g. main's
   .venv/bin/specgen), with that: wall and CPU (user+sys) medians side by side, so a
   loaded machine inflates every column alike. One untimed run of each command comes
@@ -404,12 +404,12 @@ def _interleaved(commands: dict[str, list[str]], runs: int) -> dict[str, tuple[f
     return {k: (statistics.median(walls[k]), statistics.median(cpus[k])) for k in commands}
 
 
-#: `python -c pass` on the machine where issue 10 set its targets. A slower machine starts
+#: `python -c pass` on the machine where the targets were set. A slower machine starts
 #: Python, unmarshals modules and runs bytecode proportionally slower, so each target is
 #: also shown scaled by this machine's `python -c pass` against it.
 ISSUE_PASS_S = 0.009
 
-#: (label, document, extra build arguments, target seconds), as issue 10 states them.
+#: (label, document, extra build arguments, target seconds).
 START_UP = [
     ("14 operations (Cloudflare agent-memory)", SMALL, ["--global", "memory"], 0.100),
     ("GitHub REST (api.github.com.json)", GITHUB, [], 0.25),

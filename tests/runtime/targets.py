@@ -1,6 +1,6 @@
 """Request targets the broker must refuse against allow `GET /v1/items/*` (and `/v1/items/x`).
 
-REFERENCE is the denial list of the reference (2.3); ADVERSARIAL adds encodings, double
+REFERENCE is the denial list of the reference; ADVERSARIAL adds encodings, double
 encodings, case tricks, look-alikes, CRLF and header injection, overlong paths and
 wildcard smuggling. Every entry would reach an allowed route if decoded, folded or
 normalised by a lax checker, which is why each one is a useful probe.

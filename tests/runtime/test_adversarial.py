@@ -179,7 +179,7 @@ def test_a_huge_write_copies_only_the_kept_bytes_into_the_host(monkeypatch):
         ('{"method":"G\\u0000ET","path":"/v1/items/a"}', None),
         ('{"method":["GET"],"path":"/v1/items/a"}', None),
         ('{"method":"GET","path":1e999}', None),
-        # issue 9 item 5: a body on GET was forwarded; no GET carries one now
+        # found: a body on GET was forwarded; no GET carries one now
         ('{"method":"GET","path":"/v1/items/a","body":1}', None),
     ],
 )
@@ -262,7 +262,7 @@ def set_cookie(handler: BaseHTTPRequestHandler, seen: Seen) -> None:
 def test_upstream_cookies_are_never_sent_back(api: FakeAPI):
     """Found: the broker's httpx client kept a cookie jar, so a Set-Cookie from one reply
     went back upstream as a Cookie header on every later call of the run: a header the
-    broker never chose (reference 3.3: headers are built fresh)."""
+    broker never chose (the reference builds headers fresh)."""
     api.responder = set_cookie
     with Broker(grant(api.url)) as b:
         for _ in range(3):
@@ -654,7 +654,7 @@ def test_sslkeylogfile_does_not_make_the_broker_write_tls_secrets(tmp_path, monk
     assert "SECRET" not in written
 
 
-# ---- hostile guest: structured envelopes written by hand (issue 8) ---------------------
+# ---- hostile guest: structured envelopes written by hand -------------------------------
 
 STRUCTURED_ALLOW = (
     "GET /v1/items/*?state=open&page",

@@ -1,4 +1,4 @@
-"""The backpressure breaker and health probe (reference sections 3.5, 3.7).
+"""The backpressure breaker and health probe (as in the reference).
 
 Retry-After parsing and the window logic run on an injected clock (no sleeping); the
 broker tests run against a real loopback API that answers 429/503 with Retry-After, so

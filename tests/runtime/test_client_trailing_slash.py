@@ -1,4 +1,4 @@
-"""The client in the sandbox admits a trailing-slash route (issue 8.3: `/a/` is an
+"""The client in the sandbox admits a trailing-slash route (`/a/` is an
 ordinary route), as the broker does, and still refuses a route without the slash.
 
 Why a test of its own: the gate compared each path segment and refused an empty one,

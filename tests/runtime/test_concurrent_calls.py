@@ -1,4 +1,4 @@
-"""Concurrent host calls (issue 13): the client's promises fan out through the broker.
+"""Concurrent host calls: the client's promises fan out through the broker.
 
 Every test runs real agent code in the sandbox against a real loopback API, through the
 broker, so "in flight together", "never more than 16" and "cancelled at the end" are

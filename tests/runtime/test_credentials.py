@@ -1,4 +1,4 @@
-"""Credentials in every common form (issue 8 item 4): what the grant declares is exactly
+"""Credentials in every common form: what the grant declares is exactly
 what reaches a real API on loopback, and the key never reaches the guest or the trace.
 
 Each kind is loaded from a grants file (the operator's only way to declare it), sent

@@ -1,4 +1,4 @@
-"""Credentials meet structured calls (issues 8 and 9 together).
+"""Credentials meet structured calls.
 
 A query key is the broker's: it is appended after the entry's own query, never set or
 displaced by the guest or by an allow entry that lists its name. A route cap and the

@@ -1,4 +1,4 @@
-"""Envelope decoding (reference 5.3): statuses, texts and the raw body bytes."""
+"""Envelope decoding (the reference's raw call): statuses, texts and the raw body bytes."""
 
 from __future__ import annotations
 

@@ -532,7 +532,7 @@ def test_arbitrary_strings_never_crash_the_loader(
         assert all(r.method in ("GET", "PUT", "POST", "DELETE", "PATCH") for r in loaded.allow)
 
 
-# ---- issue 12 item 4: edges refused at load, one line each -----------------------------
+# ---- edges refused at load, one line each ----------------------------------------------
 
 
 @pytest.mark.parametrize("allow", [[], _DROP])

@@ -1,7 +1,7 @@
 """A randomised harness: generated hostile guests against the Python API and `specgen run`.
 
-Issue 9 asks that every run end with a well-formed audit record whatever the guest does,
-that no exception escape the Python API, and that host memory stay bounded. A seeded
+Every run must end with a well-formed audit record whatever the guest does, no exception
+may escape the Python API, and host memory must stay bounded. A seeded
 generator (so a failure names the seed that reproduces it) composes each program from
 fragments: host calls granted and not, raw envelopes good and bad, sleeps and timers
 (huge ones past 2^64 ns included), output floods with control characters, throws of

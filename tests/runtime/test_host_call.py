@@ -302,7 +302,7 @@ def test_client_rejects_non_2xx_with_status_and_raw_body(status):
     ],
 )
 def test_client_gate_refusal_is_the_brokers_to_make(path):
-    """The gate's text (reference 5.2) is kept, but the call is still sent: the broker
+    """The gate's text (the reference's) is kept, but the call is still sent: the broker
     decides it and counts it, so no call the gate refused is missing from the record."""
     r, rec = client_run(f'host.get("{path}").catch(e => print(e.message))')
     assert len(rec.calls) == 1 and rec.calls[0][0] == "GET"

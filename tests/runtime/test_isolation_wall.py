@@ -3,8 +3,8 @@
 Each isolated tier's engine process is started with the test-only escape hook, which
 runs Python source inside it: a stand-in for an escape from QuickJS and wasmtime
 (arbitrary native code in that process; Python there has ctypes). From there, and
-from outside (its process tree's memory, read as root), the tests check what the issue
-asks: the key's bytes are in none of its memory, environment, files or descriptors; it
+from outside (its process tree's memory, read as root), the tests check what the wall
+must hold: the key's bytes are in none of its memory, environment, files or descriptors; it
 cannot connect to the loopback fake or resolve a name; it cannot read the grants file
 or write outside its scratch space; killing it mid-run leaves the run's audit line in
 the broker with every call already admitted; a malformed frame ends the run the same

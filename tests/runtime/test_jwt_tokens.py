@@ -1,4 +1,4 @@
-"""Per-run short-lived tokens (`jwt`, reference sections 3.1, 3.9, 4.4).
+"""Per-run short-lived tokens (`jwt`, as in the reference).
 
 The loopback API verifies each token itself with joserfc (signature, audience, expiry)
 and answers 401 to one that fails, as a real API would; the broker never sees that

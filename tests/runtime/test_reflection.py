@@ -1,4 +1,4 @@
-"""A reply carrying the key back is caught encoded, escaped or in pieces (issue 9.3).
+"""A reply carrying the key back is caught encoded, escaped or in pieces.
 
 Found: only the verbatim key and one JSON spelling were caught; an upstream echoing the
 key base64- or hex-encoded, percent-encoded, `\\u`-escaped (Go and .NET escape `+ < > &`),

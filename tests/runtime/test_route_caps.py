@@ -1,4 +1,4 @@
-"""Per-route caps (`route_max_calls`, reference section 3.6): validation texts, charging
+"""Per-route caps (`route_max_calls`, as in the reference): validation texts, charging
 against every matching cap all-or-nothing, case-insensitive keys, against a real API."""
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ def test_each_run_gets_a_fresh_budget(tmp_path: Path, api: FakeAPI) -> None:
 
 
 def test_an_oversize_body_still_spends_a_capped_call(tmp_path: Path, api: FakeAPI) -> None:
-    """The reference charges the cap before reading the body (section 3.2 order)."""
+    """The reference charges the cap before reading the body."""
     p = loaded(tmp_path, {"POST /v1/remember": 1}, ["POST /v1/remember"], api.url)
     with Broker(p) as b:
         assert b(HostRequest("POST", "/v1/remember", b"x" * (MAX_REQUEST_BODY + 1))).status == 413

@@ -521,7 +521,7 @@ def test_a_hung_api_is_cut_off_at_the_run_deadline(tmp_path: Path, api: FakeAPI)
     assert events == ["client left"]
 
 
-# ---- guest output cannot forge the trusted lines or drive the terminal (issue 9.6) -----
+# ---- guest output cannot forge the trusted lines or drive the terminal -----------------
 
 
 def test_guest_output_cannot_forge_the_audit_or_reach_the_terminal_raw(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""`specgen run` end to end with the grant features of issues 8 and 9: credential forms,
+"""`specgen run` end to end with the grant features: credential forms,
 the backpressure breaker and health probe, route caps and per-run jwt tokens.
 
 Each test writes a grants file, starts a real loopback API and drives the click command

@@ -1,4 +1,4 @@
-"""Every run ends with its audit record, whatever the guest or the host does (issue 9.1, 9.10).
+"""Every run ends with its audit record, whatever the guest or the host does.
 
 A guest that slept past 2^64 ns once crashed the WASI clock (`struct.pack` overflow)
 after its granted POST had reached the API: no output, no trace, no audit. These tests
@@ -153,7 +153,7 @@ def test_the_minimum_memory_runs() -> None:
     ],
 )
 def test_errors_name_the_agents_own_line_numbers(code: str, where: str) -> None:
-    """Found (issue 12.5): a syntax error on the agent's line 1 was reported at
+    """Found: a syntax error on the agent's line 1 was reported at
     `<cmdline>:127:45`, counted from the shims, client and preamble before it."""
     grant = profile("http://127.0.0.1:9", KEY, ("GET /x/*",), preamble="var a = 1;\nvar b = 2;\n")
     outcome = run_with_grant(code, grant)

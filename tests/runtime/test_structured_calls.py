@@ -1,4 +1,4 @@
-"""Structured calls (issue 8): the broker builds path, query, headers and body itself.
+"""Structured calls: the broker builds path, query, headers and body itself.
 
 Each hostile case asserts the refusal (403, nothing reaching the API: respx counts the
 calls) or the exact bytes on the wire when the case is legitimately encodable. The

@@ -1,4 +1,4 @@
-"""Distinct reasons for upstream failures, for the guest and for the operator (issue 12.5).
+"""Distinct reasons for upstream failures, for the guest and for the operator.
 
 Found: a 5 MB reply, a refused connection, a timeout and a TLS failure all reached the
 guest as `host api 502: host api unavailable`, and the audit gave no reason either. Each

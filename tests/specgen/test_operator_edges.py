@@ -1,7 +1,7 @@
 """Mismatches and edges a new user hits: each one refused (or named) in one clear line.
 
 Each case here was accepted silently, or refused with a message that pointed at the
-wrong thing, before (issue 12).
+wrong thing, before.
 """
 
 from __future__ import annotations

@@ -185,7 +185,7 @@ def test_agent_memory_preamble_has_the_14_methods() -> None:
     assert not (GOLDEN / "agent-memory/health_check.txt").exists()
 
 
-# -- smart-home: the reference's golden outputs (1.7, 1.8, 1.12), header line aside --------------
+# -- smart-home: the reference's golden outputs, header line aside -------------------------------
 
 REFERENCE_PREAMBLE = """\
 ;(function () {
@@ -265,7 +265,7 @@ def test_smart_home_preamble_safety() -> None:
         assert word not in preamble
 
 
-# -- hazards: the reference's hazard cases (7.1 item 11) plus $refs, server path, skips --------
+# -- hazards: the reference's hazard cases plus $refs, server path, skips ----------------------
 
 
 def test_hazards_golden() -> None:

@@ -1,4 +1,4 @@
-"""The default build (issue 8): parameters as data, and nothing valid refused whole.
+"""The default build: parameters as data, and nothing valid refused whole.
 
 test_specgen_rules.py and test_specgen_cli.py pin the reference's behaviour, which
 `--compat reference` keeps; this file tests where the default build differs.

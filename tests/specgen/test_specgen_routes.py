@@ -1,4 +1,4 @@
-"""The shared route rules (specgen/routes.py) against the reference's section 2.
+"""The shared route rules (specgen/routes.py) against the reference's route rules.
 
 These rules decide what a grant can hold and what the broker approves, so every message
 text and every denial of the reference list is pinned here: a rule that silently loosens
@@ -178,7 +178,7 @@ def test_parse_route_line_names_what_it_parses() -> None:
         parse_route_line("x", "catalog entry")
 
 
-# The reference's denial list (section 2.3), each against allow `GET /v1/items/*`.
+# The reference's denial list, each against allow `GET /v1/items/*`.
 REFERENCE_DENIALS = [
     "/v1/items/x?admin=1",
     "/v1/items/x#fragment",
@@ -320,7 +320,7 @@ def test_a_route_line_split_by_unicode_space_parses_like_go() -> None:
     assert str(parse_route_line("get\u3000/a")) == "GET /a"
 
 
-# Trailing slashes (issue 8): `/a/` is an ordinary route, distinct from `/a`.
+# Trailing slashes: `/a/` is an ordinary route, distinct from `/a`.
 
 
 @pytest.mark.parametrize("target", ["/a/", "/v1/items/x/", "/v1/memories/"])
@@ -355,7 +355,7 @@ def test_only_one_trailing_slash_after_a_real_segment(path: str) -> None:
     assert target_allowed(path) is False
 
 
-# Partial segments (issue 8): `*` with literal text around it, one per segment.
+# Partial segments: `*` with literal text around it, one per segment.
 
 
 def test_a_partial_segment_is_a_pattern_only_when_asked_for() -> None:

@@ -1,7 +1,6 @@
-"""Every generation rule and message of the reference (sections 1.3-1.6, 1.9, 1.10, 1.12),
-as this project implements them.
+"""Every generation rule and message of the reference, as this project implements them.
 
-Where the project differs on purpose (issue 2) the test says so: local `$ref`s are
+Where the project differs on purpose the test says so: local `$ref`s are
 resolved, an operation that cannot be represented is skipped with a reason (`--strict`
 makes it an error), an operation without operationId gets a derived name and a warning,
 routes carry the server's path, and every message starts with `specgen: `.
@@ -82,7 +81,7 @@ def allow(g: Generated) -> list[str]:
     return [str(r) for r in g.allow]
 
 
-# -- 1.3 order of operations ------------------------------------------------------------
+# -- order of operations ----------------------------------------------------------------
 
 
 def test_global_name_defaults_to_host() -> None:
@@ -224,7 +223,7 @@ def test_a_ref_on_a_head_operation_is_still_followed() -> None:
     assert "does not resolve" in refusal(paths)
 
 
-# -- 1.4 deriveRoute --------------------------------------------------------------------
+# -- deriveRoute ------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -399,7 +398,7 @@ def test_path_item_keys_that_are_not_verbs_are_ignored() -> None:
     assert names(g) == ["x"]
 
 
-# -- 1.5 classifyParams -------------------------------------------------------------------
+# -- classifyParams -----------------------------------------------------------------------
 
 
 def test_required_query_header_cookie_skip_the_operation() -> None:
@@ -517,7 +516,7 @@ def test_required_must_be_a_real_true() -> None:
     assert len(g.warnings) == 1
 
 
-# -- operation names (1.6, and the derived name for a missing operationId) --------------
+# -- operation names, and the derived name for a missing operationId ---------------------
 
 
 @pytest.mark.parametrize(
@@ -633,7 +632,7 @@ def test_derived_names_do_not_depend_on_the_server_prefix() -> None:
     assert names(gen(paths)) == names(gen(paths, prefix="/v2")) == ["get_lights_by_id"]
 
 
-# -- arguments (1.6) and bodies (1.3 d10) -------------------------------------------------
+# -- arguments and bodies -----------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -689,7 +688,7 @@ def test_null_request_body_counts_as_present() -> None:
     assert gen({"/a": {"post": op("a", requestBody=None)}}).operations[0].has_body
 
 
-# -- 1.9 summaries ---------------------------------------------------------------------------
+# -- summaries -------------------------------------------------------------------------------
 
 
 def test_summary_folding_reference_case() -> None:
@@ -722,7 +721,7 @@ def test_summary_line_only_when_non_empty() -> None:
     assert description.endswith("  host.a()  ->  GET /a\n  host.b()  ->  GET /b\n      B.\n")
 
 
-# -- 1.10 health check -----------------------------------------------------------------------
+# -- health check ----------------------------------------------------------------------------
 
 
 def test_health_note_text() -> None:
@@ -827,7 +826,7 @@ def test_health_note_exactly_when_no_health_check() -> None:
         assert bool(g.health_note) != bool(g.health_check)
 
 
-# -- 1.12 ordering --------------------------------------------------------------------------
+# -- ordering -------------------------------------------------------------------------------
 
 
 def test_operations_follow_paths_allow_follows_routes() -> None:
@@ -882,7 +881,7 @@ def test_generation_is_deterministic_and_does_not_touch_the_document() -> None:
     assert d == before
 
 
-# -- title and version (1.3 step 11) --------------------------------------------------------
+# -- title and version ----------------------------------------------------------------------
 
 
 def test_title_and_version_are_trimmed() -> None:
@@ -952,7 +951,7 @@ def test_missing_title_reads_host_api_and_version_gets_a_literal_v() -> None:
     )
 
 
-# -- JS string escaping (1.7) -----------------------------------------------------------------
+# -- JS string escaping -----------------------------------------------------------------------
 
 
 def test_route_literals_and_names_are_escaped_for_js_and_html() -> None:
@@ -963,7 +962,7 @@ def test_route_literals_and_names_are_escaped_for_js_and_html() -> None:
     assert "&" not in preamble.split("\n", 1)[1]
 
 
-# -- server path (issue 2, step 4) ---------------------------------------------------------------
+# -- server path ---------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
