@@ -84,6 +84,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "run_sandbox": ("runtime.sandbox", "run"),
     "check_globals": ("runtime.broker.several", "check_globals"),
     "RunOutcome": ("runtime.session", "RunOutcome"),
+    "end_runs_now": ("runtime.session", "end_runs_now"),
     "run_profile": ("runtime.session", "run_profile"),
     "run_with_grant": ("runtime.session", "run_with_grant"),
 }
@@ -144,7 +145,7 @@ if TYPE_CHECKING:  # what a type checker and a reader see; nothing is imported a
         host_call_deadline,
     )
     from runtime.sandbox import run as run_sandbox
-    from runtime.session import RunOutcome, run_profile, run_with_grant
+    from runtime.session import RunOutcome, end_runs_now, run_profile, run_with_grant
 
 
 def __getattr__(name: str) -> Any:
@@ -210,6 +211,7 @@ __all__ = [
     "check_globals",
     "check_quota_store",
     "check_trace_id",
+    "end_runs_now",
     "format_table",
     "host_call_deadline",
     "load_grants",

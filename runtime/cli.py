@@ -30,12 +30,14 @@ from __future__ import annotations
 
 import codecs
 import concurrent.futures
+import dataclasses
 import functools
 import glob
 import io
 import os
 import re
 import sys
+import threading
 import unicodedata
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -58,6 +60,7 @@ from runtime import (
     RunPool,
     TerminalApprover,
     check_trace_id,
+    end_runs_now,
     format_table,
     load_grants,
     messages,
@@ -79,8 +82,15 @@ _MSG_WORKER_DIED = (
 )
 #: Characters that make a CODE argument a glob pattern when no file has that name.
 _GLOB_MAGIC = frozenset("*?[")
+#: The shell's exit status for a command ended by SIGINT (128 + 2).
+EXIT_INTERRUPTED = 130
+_MSG_INTERRUPTING = "specgen: interrupted: ending the run now (Ctrl-C again to leave at once)"
+_MSG_INTERRUPTED = "specgen: the run was interrupted (Ctrl-C) and ended early"
+_MSG_LEFT = "specgen: interrupted again: leaving without the rest of the record"
+_MSG_NOT_STARTED = "interrupted (Ctrl-C) before it started"
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 #: The isolation tiers, weakest first (runtime/tiers/launch.py says what each builds).
 ISOLATION_TIERS = ("process", "worker", "gvisor")
@@ -292,18 +302,22 @@ def run(
                 " so no call of it is ever held to approve"
             )
 
+    interrupt = _Interrupt()
     if not batch and isolation == "process":
         # A missing or tampered engine is an EngineError (a Refusal), never a traceback.
-        outcome = run_with_grant(
-            codes[0], profile, limits=limits, trace_id=trace_id, caller=caller, approver=approver
-        )
-        _report(outcome, timeout_s, as_json)
-        sys.exit(outcome.result.exit_code)
+        outcome, ended = interrupt.run(
+            lambda: run_with_grant(
+                codes[0], profile, limits=limits, trace_id=trace_id, caller=caller,
+                approver=approver,
+            )
+        )  # fmt: skip
+        _report(_interrupted(outcome) if ended else outcome, timeout_s, as_json)
+        sys.exit(EXIT_INTERRUPTED if ended else outcome.result.exit_code)
 
     workers = RunPool.default_workers() if workers is None else workers
     if not batch:  # one file on an isolated tier: one engine process
         with RunPool(grants_file, workers=1, isolation=isolation) as single:
-            outcome = single.run(
+            future = single.submit(
                 codes[0],
                 profile,
                 caller=caller,
@@ -312,16 +326,27 @@ def run(
                 trace_id=trace_id,
                 approver=approver,
             )
-        _report(outcome, timeout_s, as_json)
-        sys.exit(outcome.result.exit_code)
+            outcome, ended = interrupt.result(future, single.interrupt)
+        _report(_interrupted(outcome) if ended else outcome, timeout_s, as_json)
+        sys.exit(EXIT_INTERRUPTED if ended else outcome.result.exit_code)
     if workers == 0:
         outcomes: Iterator[RunOutcome | Refusal] = (
-            _in_process(code, profile, limits, tid, caller, approver)
+            _in_process(code, profile, limits, tid, caller, approver, interrupt)
             for code, tid in zip(codes, trace_ids, strict=True)
         )
-        sys.exit(_report_batch(files, outcomes, timeout_s, as_json))
+        status = _report_batch(files, outcomes, timeout_s, as_json)
+        sys.exit(EXIT_INTERRUPTED if interrupt.fired else status)
     pool = RunPool(grants_file, workers=min(workers, len(files)), isolation=isolation)
     futures: list[concurrent.futures.Future[RunOutcome]] = []
+    running: set[concurrent.futures.Future[RunOutcome]] = set()
+
+    def stop() -> None:
+        """Runs not started never start; the ones going on end now."""
+        for future in futures:
+            if not future.cancel() and not future.done():
+                running.add(future)
+        pool.interrupt()
+
     try:
         for code, tid in zip(codes, trace_ids, strict=True):
             futures.append(
@@ -337,12 +362,97 @@ def run(
                     approver=approver,
                 )
             )
-        status = _report_batch(files, (_settled(f) for f in futures), timeout_s, as_json)
+        status = _report_batch(
+            files,
+            (_settled(f, interrupt, stop, running) for f in futures),
+            timeout_s,
+            as_json,
+        )
     finally:
-        for future in futures:  # Ctrl-C or a broken pipe: runs not started never start
+        for future in futures:  # a broken pipe: runs not started never start
             future.cancel()
         pool.close()
-    sys.exit(status)
+    sys.exit(EXIT_INTERRUPTED if interrupt.fired else status)
+
+
+class _Interrupt:
+    """Ctrl-C while runs go on: the first ends them now, each still reported with its
+    trace and audit record (exit 130); a second leaves at once.
+
+    Python runs signal handlers only on the main thread, between bytecodes, so a run on
+    the main thread whose guest computes in the engine would hold Ctrl-C until its
+    timeout and then lose its record to the KeyboardInterrupt; a run in this process
+    therefore goes to a helper thread while the main thread waits for it.
+    """
+
+    def __init__(self) -> None:
+        self.fired = False
+
+    def run(self, work: Callable[[], T]) -> tuple[T, bool]:
+        """`work()` (a run in this process) on a helper thread, and whether Ctrl-C
+        ended it early."""
+        box: list[tuple[bool, Any]] = []
+        # An Event, not Thread.join: a join that Ctrl-C interrupts can leave the thread
+        # looking finished while it still runs (CPython 3.11).
+        done = threading.Event()
+
+        def target() -> None:
+            try:
+                box.append((True, work()))
+            except BaseException as exc:  # handed to the main thread as it was raised
+                box.append((False, exc))
+            finally:
+                done.set()
+
+        threading.Thread(target=target, name="plimsoll-run", daemon=True).start()
+        ended = False
+        while not done.is_set():
+            try:
+                done.wait()
+            except KeyboardInterrupt:
+                self._fire(end_runs_now)
+                ended = True
+        ok, value = box[0]
+        if not ok:
+            raise value
+        return value, ended
+
+    def result(
+        self, future: concurrent.futures.Future[T], stop: Callable[[], object]
+    ) -> tuple[T, bool]:
+        """A pool run's result, and whether Ctrl-C came while waiting for it (`stop`,
+        the pool's interrupt, then ended it)."""
+        ended = False
+        while True:
+            try:
+                return future.result(), ended
+            except KeyboardInterrupt:
+                self._fire(stop)
+                ended = True
+
+    def _fire(self, stop: Callable[[], object]) -> None:
+        if self.fired:
+            _emit(sys.stderr, _trusted(_MSG_LEFT))
+            os._exit(EXIT_INTERRUPTED)  # a run may still hold a thread: no teardown
+        self.fired = True
+        _emit(sys.stderr, _trusted(_MSG_INTERRUPTING))
+        stop()
+
+
+def _interrupted(outcome: RunOutcome) -> RunOutcome:
+    """A run Ctrl-C ended early, as reported: exit 130, not the timeout it ended as (in
+    this process) nor the fault of its process's death (on a pool's worker or engine
+    process, which the interrupt killed)."""
+    result = dataclasses.replace(
+        outcome.result, exit_code=EXIT_INTERRUPTED, timed_out=False, internal_error=""
+    )
+    return dataclasses.replace(outcome, result=result, interrupted=True)
+
+
+class _NotStarted(Refusal):
+    """A batch's file the interrupt kept from starting."""
+
+    exit_code = EXIT_INTERRUPTED
 
 
 def _code_files(args: tuple[Path, ...]) -> tuple[list[Path], bool]:
@@ -448,29 +558,46 @@ def _in_process(
     limits: Limits,
     trace_id: str | None,
     caller: str,
-    approver: Approver | None = None,
+    approver: Approver | None,
+    interrupt: _Interrupt,
 ) -> RunOutcome | Refusal:
+    if interrupt.fired:
+        return _NotStarted(_MSG_NOT_STARTED)
     try:
-        return run_with_grant(
-            code, profile, limits=limits, trace_id=trace_id, caller=caller, approver=approver
-        )
+        outcome, ended = interrupt.run(
+            lambda: run_with_grant(
+                code, profile, limits=limits, trace_id=trace_id, caller=caller,
+                approver=approver,
+            )
+        )  # fmt: skip
     except Refusal as refusal:
         return refusal
+    return _interrupted(outcome) if ended else outcome
 
 
-def _settled(future: concurrent.futures.Future[RunOutcome]) -> RunOutcome | Refusal:
+def _settled(
+    future: concurrent.futures.Future[RunOutcome],
+    interrupt: _Interrupt,
+    stop: Callable[[], None],
+    running: set[concurrent.futures.Future[RunOutcome]],
+) -> RunOutcome | Refusal:
     """A pool run's outcome, or the refusal that kept it from starting.
 
     A worker refuses only what the parent already checked, unless the grants file or
     the environment changed after the parent read them, or the engine cannot start in
-    a worker (`WorkerDied`, reported like a refusal: that run never started).
+    a worker (`WorkerDied`, reported like a refusal: that run never started). A run
+    Ctrl-C cancelled before it started is reported as not started; one it ended (it was
+    `running` then) as interrupted.
     """
     try:
-        return future.result()
+        outcome, _ = interrupt.result(future, stop)
+    except concurrent.futures.CancelledError:
+        return _NotStarted(_MSG_NOT_STARTED)
     except Refusal as refusal:
         return refusal
     except Exception as exc:
         return RunInputError(f"a worker could not run it: {type(exc).__name__}: {exc}")
+    return _interrupted(outcome) if future in running else outcome
 
 
 def _report(outcome: RunOutcome, timeout_s: float, as_json: bool, file: Path | None = None) -> None:
@@ -486,6 +613,7 @@ def _report(outcome: RunOutcome, timeout_s: float, as_json: bool, file: Path | N
             stderr_truncated=result.stderr_truncated,
             exit_code=result.exit_code,
             timed_out=result.timed_out,
+            interrupted=outcome.interrupted,
             duration_s=round(result.duration_s, 6),
             internal_error=result.internal_error or None,
             isolation=orjson.loads(outcome.audit).get("isolation"),
@@ -502,6 +630,8 @@ def _report(outcome: RunOutcome, timeout_s: float, as_json: bool, file: Path | N
         trusted.append(messages.MSG_OUTPUT_TRUNCATED)
     if result.timed_out:
         trusted.append(messages.MSG_TIMED_OUT.format(timeout_s=timeout_s))
+    if outcome.interrupted:
+        trusted.append(_MSG_INTERRUPTED)
     if result.internal_error:
         trusted.append(messages.MSG_INTERNAL.format(kind=result.internal_error))
     if orjson.loads(outcome.audit).get("worker_died"):

@@ -398,6 +398,9 @@ class RunPool:
             tuple[concurrent.futures.Future, tuple, Approver | None, contextvars.Context] | None
         ] = queue.SimpleQueue()
         self._ready = [threading.Event() for _ in range(self.workers)]
+        #: What each worker is running a job on now (its process, or its engine
+        #: process on an isolated tier), for `interrupt`; None between jobs.
+        self._running: list[Any] = [None] * self.workers
         #: Runs on engine processes now, which sets how long each looks for frames.
         self._busy = 0
         self._busy_lock = threading.Lock()
@@ -476,6 +479,7 @@ class RunPool:
                 continue
             started = time.monotonic()
             admitted: list[tuple[int, str, str]] = []
+            self._running[index] = proc
             try:
                 conn.send(job)
                 answer, result = conn.recv()
@@ -486,11 +490,13 @@ class RunPool:
                         conn.send(("answer", *_ask(approver, result)))
                     answer, result = conn.recv()
             except (EOFError, OSError):
+                self._running[index] = None
                 future.set_result(_lost(job, time.monotonic() - started, admitted))
                 conn.close()
                 proc.join(timeout=1)
                 proc, conn, kind, value = self._start()
                 continue
+            self._running[index] = None
             if answer == "ok":
                 future.set_result(result)
             else:
@@ -569,6 +575,7 @@ class RunPool:
                 with self._busy_lock:
                     self._busy += 1
                     engine.spin_s = spin_for(self._busy)
+                self._running[index] = engine
                 try:
                     # In the submitter's context, so the run's span is a child of the
                     # span that asked for it (an MCP tools/call).
@@ -584,6 +591,7 @@ class RunPool:
                         approver=approver,
                     )
                 finally:
+                    self._running[index] = None
                     with self._busy_lock:
                         self._busy -= 1
             except BaseException as exc:
@@ -595,6 +603,19 @@ class RunPool:
                 engine = self._engine()
         if not isinstance(engine, BaseException):
             engine.close()
+
+    def interrupt(self) -> int:
+        """Stop the runs going on now by killing the processes running them (an
+        operator's Ctrl-C); returns how many. Each such run ends as a run whose worker
+        died does: its record lists every call the broker had admitted. Queued runs are
+        left for the caller to cancel; a new process takes each killed one's place."""
+        killed = 0
+        for running in list(self._running):
+            if running is not None:
+                with contextlib.suppress(Exception):
+                    running.kill()
+                    killed += 1
+        return killed
 
     def warm(self) -> None:
         """Wait until every worker has loaded the engine and its images."""

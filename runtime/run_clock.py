@@ -30,14 +30,30 @@ class RunClock:
         self._holds = 0
         self._held_since = 0.0
         self._held_total = 0.0
+        self._ended_at: float | None = None
 
     def deadline(self) -> float:
         """The run's end on the `time.monotonic()` clock, as of now."""
         with self._lock:
+            if self._ended_at is not None:
+                return self._ended_at
             extra = self._held_total
             if self._holds:
                 extra += self._now() - self._held_since
             return self._end + extra
+
+    def end(self) -> float:
+        """End the run now (its operator interrupted it): the deadline is now and no hold
+        moves it again. Returns how long the run had left, which the caller needs to move
+        the engine's epoch past the guest's own deadline."""
+        with self._lock:
+            now = self._now()
+            if self._ended_at is not None:
+                return 0.0
+            extra = self._held_total + (now - self._held_since if self._holds else 0.0)
+            deadline = self._end + extra
+            self._ended_at = min(now, deadline)  # never later than it was
+            return max(0.0, deadline - now)
 
     @property
     def held_s(self) -> float:

@@ -17,6 +17,7 @@ raise are `Refusal`s for bad input, before the broker exists or the guest starts
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -46,6 +47,28 @@ from runtime.run_clock import RunClock
 _SANDBOX_CALL_HEADROOM = 1024
 
 
+#: The clocks of the runs going on in this process, for `end_runs_now`.
+_RUNNING: set[RunClock] = set()
+_RUNNING_LOCK = threading.Lock()
+
+
+def end_runs_now() -> int:
+    """End every run going on in this process now; returns how many there were.
+
+    For an operator's interrupt (Ctrl-C): each run's clock ends, so its broker refuses
+    later calls (`run_ended`) and no wait for a reply outlasts it, and the engine's epoch
+    moves past the guest's deadline, so a guest that is computing traps at its next
+    check. Each run then ends as a timed-out run does, with its trace and audit record;
+    a call already on the wire ends within its own timeout.
+    """
+    with _RUNNING_LOCK:
+        clocks = list(_RUNNING)
+    left = max((clock.end() for clock in clocks), default=0.0)
+    if clocks:
+        sandbox.expire_runs(left)
+    return len(clocks)
+
+
 @dataclass(frozen=True)
 class RunOutcome:
     """A finished run: the guest's result, the broker's trace and the audit line."""
@@ -55,6 +78,8 @@ class RunOutcome:
     audit: str
     #: Occurrences of `scan_memory_for` in the guest's memory at the end (run_profile).
     memory_hits: int = 0
+    #: Its operator's interrupt (`end_runs_now`, a pool's `interrupt`) ended it early.
+    interrupted: bool = False
 
 
 def run_with_grant(
@@ -104,6 +129,8 @@ def run_with_grant(
         broker, run_name(profiles), caller=caller, tier="process", trace_id=trace_id
     )
     started = time.monotonic()
+    with _RUNNING_LOCK:
+        _RUNNING.add(clock)
     try:
         result = sandbox.run(
             code,
@@ -122,6 +149,9 @@ def run_with_grant(
             raise
     except Exception as exc:
         result = _internal(started, type(exc).__name__)
+    finally:
+        with _RUNNING_LOCK:
+            _RUNNING.discard(clock)
     snapshot = _close(broker)
     # Calls the sandbox refused itself never reached the broker; they are denied too.
     snapshot = dataclasses.replace(snapshot, denied=snapshot.denied + result.refused_calls)

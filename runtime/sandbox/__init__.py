@@ -9,7 +9,7 @@ evaluates), `vm` (one QuickJS instance), `engine` (the process's wasmtime engine
 (the limits, the guest's grant and the result, as plain data), `wasm_layout`, `wasi`,
 `thread_stack`.
 
-`run` and `host_call_deadline` resolve on first use (PEP 562): a process that only
+`run`, `host_call_deadline` and `expire_runs` resolve on first use (PEP 562): a process that only
 starts engine processes and reads their results (the broker's, on the worker and
 gvisor tiers) names the plain data of `terms` and never loads wasmtime.
 """
@@ -36,10 +36,15 @@ from runtime.sandbox.terms import (
 
 if TYPE_CHECKING:
     from runtime.sandbox.bridge import host_call_deadline
+    from runtime.sandbox.engine import expire_runs
     from runtime.sandbox.runner import run
 
 #: The names that need the engine, and the module each lives in.
-_ENGINE_SIDE = {"run": "runtime.sandbox.runner", "host_call_deadline": "runtime.sandbox.bridge"}
+_ENGINE_SIDE = {
+    "run": "runtime.sandbox.runner",
+    "host_call_deadline": "runtime.sandbox.bridge",
+    "expire_runs": "runtime.sandbox.engine",
+}
 
 
 def __getattr__(name: str) -> Any:
@@ -71,6 +76,7 @@ __all__ = [
     "GuestGrant",
     "Limits",
     "RunResult",
+    "expire_runs",
     "host_call_deadline",
     "run",
 ]

@@ -19,6 +19,7 @@ unsealed or incompatible entry is recompiled, never fatal.
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 import time
 from dataclasses import dataclass
@@ -284,6 +285,17 @@ class QjsEngine:
         finally:
             self._slots.release()
 
+    def expire(self, seconds: float) -> None:
+        """Move the epoch of this engine (and its overflow twin) past every deadline set
+        within `seconds` from now, so each of their guests traps at its next check as if
+        its time were up. The one thing another thread may do to a running guest: a
+        Store belongs to the thread running it, the epoch to the engine."""
+        ticks = math.ceil(max(0.0, seconds) / EPOCH_TICK_S) + 2
+        for engine in (self, self._overflow):
+            if engine is not None:
+                for _ in range(ticks):
+                    engine.engine.increment_epoch()
+
     def _overflow_engine(self) -> QjsEngine:
         with self._overflow_lock:
             if self._overflow is None:
@@ -308,6 +320,13 @@ _LOCK = threading.Lock()
 _ENGINE: QjsEngine | None = None
 
 
+def expire_runs(seconds: float) -> None:
+    """End every run of this process whose deadline is within `seconds` (see
+    `QjsEngine.expire`); nothing to do before the engine is loaded, as no run exists."""
+    if _ENGINE is not None:
+        _ENGINE.expire(seconds)
+
+
 def get_engine() -> QjsEngine:
     """The process's engine, created on first use (thread-safe)."""
     global _ENGINE
@@ -322,6 +341,7 @@ __all__ = [
     "EngineError",
     "QjsEngine",
     "cache_path",
+    "expire_runs",
     "get_engine",
     "load_module",
     "verify_wasm",

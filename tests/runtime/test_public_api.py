@@ -54,6 +54,7 @@ EXPORTED = {
     "check_globals",
     "check_quota_store",
     "check_trace_id",
+    "end_runs_now",
     "format_table",
     "host_call_deadline",
     "load_grants",

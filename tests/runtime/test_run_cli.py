@@ -206,6 +206,7 @@ def test_json_output_shape(tmp_path: Path, api: FakeAPI) -> None:
         "stderr_truncated",
         "exit_code",
         "timed_out",
+        "interrupted",
         "duration_s",
         "internal_error",
         "isolation",
