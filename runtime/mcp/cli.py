@@ -7,6 +7,7 @@ variable, the document, the address, the auth file) is refused before the server
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import ipaddress
 import os
@@ -24,8 +25,26 @@ from runtime.cli import isolation_option, quota_store_option, workers_option
 from specgen.errors import SpecError
 
 if TYPE_CHECKING:
+    from runtime.mcp.audit import AuditLog
     from runtime.mcp.auth import AuthConfig
     from runtime.mcp.config import ServerConfig
+
+
+def _leave(status: int, line: str, audit: AuditLog) -> NoReturn:
+    """Exit now, after the audit lines and the exporters are out: the thread the SDK
+    reads stdin on cannot be stopped, and would keep the process until the client
+    closed stdin."""
+    from runtime import telemetry
+
+    sys.stderr.write(line + "\n")
+    with contextlib.suppress(Exception):
+        audit.close()
+    with contextlib.suppress(Exception):
+        telemetry.shutdown()
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(status)
 
 
 def _refuse(message: str) -> NoReturn:
@@ -422,7 +441,13 @@ def _serve(settings: _Settings) -> None:
         )
 
     from runtime.mcp.audit import AuditFileError, AuditLog
-    from runtime.mcp.runner import GrantError, close_pool, open_grants, pool_started
+    from runtime.mcp.runner import (
+        GrantError,
+        close_pool,
+        interrupt_runs,
+        open_grants,
+        pool_started,
+    )
 
     auth = None
     if settings.auth is not None:
@@ -468,7 +493,14 @@ def _serve(settings: _Settings) -> None:
     import anyio
 
     if address is None:
-        anyio.run(serve_stdio, server)
+        try:
+            interrupted = anyio.run(serve_stdio, server, lambda: interrupt_runs(grants))
+        except KeyboardInterrupt:  # a second Ctrl-C: leave now
+            _leave(130, "specgen: interrupted again: leaving now", audit)
+        if interrupted:
+            _leave(
+                130, "specgen: interrupted (Ctrl-C): the runs under way ended and audited", audit
+            )
         return None
     try:
         anyio.run(serve_http, server, *address, origins, hosts)

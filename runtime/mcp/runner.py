@@ -29,6 +29,7 @@ from runtime import (
     TraceSnapshot,
     audit_line,
     check_globals,
+    end_runs_now,
     load_grants,
     run_profile,
 )
@@ -465,6 +466,16 @@ def pool_started(grants: Sequence[Grant]) -> None:
             pool.started()
     except Refusal as exc:
         raise GrantError(exc.line) from None
+
+
+def interrupt_runs(grants: Sequence[Grant]) -> None:
+    """End every run going on now, each still with its audit line (Ctrl-C): runs in this
+    process by their clocks and the engine's epoch, pooled ones by killing the process
+    running them."""
+    end_runs_now()
+    pool = grants[0]._pool if grants else None
+    if pool is not None:
+        pool.interrupt()
 
 
 def close_pool(grants: Sequence[Grant]) -> None:

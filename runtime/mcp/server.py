@@ -28,9 +28,10 @@ import ipaddress
 import itertools
 import logging
 import secrets
+import signal
 import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, NamedTuple
 
@@ -553,12 +554,36 @@ async def serve_http(
         sys.stderr.flush()
 
 
-async def serve_stdio(server: MCPServer) -> None:
+async def serve_stdio(server: MCPServer, on_interrupt: Callable[[], None] = lambda: None) -> bool:
     """stdio as the SDK serves it, with stdin read in bounded lines and the session's
-    request ids checked (`guard`)."""
+    request ids checked (`guard`), until stdin closes or Ctrl-C; True after Ctrl-C.
+
+    Ctrl-C calls `on_interrupt` (which ends the runs going on) and stops serving once
+    every execute under way has its answer and audit line; a second Ctrl-C raises
+    KeyboardInterrupt at once. The SDK alone would cancel its task and leave, but only
+    after each shielded run's own timeout, and the thread reading stdin would then keep
+    the process alive until the client closed it."""
     low = server._lowlevel_server  # the SDK's own run_stdio_async does the same
-    async with (
-        stdio_server(stdin=guard.BoundedStdin()) as (read, write),  # type: ignore[arg-type]
-        guard.guard_streams(read, write) as (guarded_read, guarded_write),
-    ):
-        await low.run(guarded_read, guarded_write, low.create_initialization_options())
+    interrupted = False
+    serving = anyio.CancelScope()
+
+    async def watch() -> None:
+        nonlocal interrupted
+        with anyio.open_signal_receiver(signal.SIGINT) as signals:
+            async for _ in signals:
+                if interrupted:
+                    raise KeyboardInterrupt
+                interrupted = True
+                on_interrupt()
+                serving.cancel()
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(watch)
+        with serving:
+            async with (
+                stdio_server(stdin=guard.BoundedStdin()) as (read, write),  # type: ignore[arg-type]
+                guard.guard_streams(read, write) as (guarded_read, guarded_write),
+            ):
+                await low.run(guarded_read, guarded_write, low.create_initialization_options())
+        tasks.cancel_scope.cancel()
+    return interrupted
