@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from specgen.errors import SpecError
-from specgen.files import write_atomic
+from specgen.files import write_set
 from specgen.load import Source, load, parse
 from specgen.operations import Generated, generate
 from specgen.quoting import go_quote, visible
@@ -109,16 +109,18 @@ def run(
 
 
 def write(result: Result, outdir: Path) -> list[str]:
-    """Write every artifact atomically; remove a stale health_check.txt. Returns names."""
+    """Write every artifact as one set (specgen/files.py `write_set`: a failure leaves
+    the old files, not half of a new build); then remove a stale health_check.txt.
+    Returns the names written. A failure names the file it happened to."""
     if outdir.exists() and not outdir.is_dir():
         raise SpecError(f"specgen: {outdir}: not a directory")
     try:
-        for name, text in result.files.items():
-            write_atomic(outdir / name, text.encode())
+        write_set(outdir, {name: text.encode() for name, text in result.files.items()})
         for name in FILES:
             stale = outdir / name
             if name not in result.files and stale.exists():
                 stale.unlink()
     except OSError as exc:
-        raise SpecError(f"specgen: write {outdir}: {exc.strerror or exc}") from None
+        where = exc.filename or outdir
+        raise SpecError(f"specgen: write {where}: {exc.strerror or exc}") from None
     return list(result.files)

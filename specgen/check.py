@@ -8,7 +8,10 @@ with a diff and the command that fixes it.
 from __future__ import annotations
 
 import difflib
+import errno
+import os
 import shlex
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +27,10 @@ from specgen.allow import (
 )
 from specgen.build import Options, Result
 from specgen.errors import SpecError
-from specgen.files import read_limited
+from specgen.files import read_regular
 from specgen.operations import style_of
 from specgen.params import Parameter
-from specgen.quoting import go_quote
+from specgen.quoting import go_quote, visible
 from specgen.render import FILES
 from specgen.routes import Route, RouteError, parse_route_line
 
@@ -53,22 +56,89 @@ def compare(result: Result, outdir: Path) -> dict[str, str]:
     for name in FILES:
         path = outdir / name
         want = result.files.get(name)
-        try:
-            have = path.read_text(encoding="utf-8") if path.exists() else None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise SpecError(f"specgen: cannot read {path}: {exc}") from None
+        have = _committed(path, len((want or "").encode()))
         if have == want:
             continue
         diff = difflib.unified_diff(
-            (have or "").splitlines(keepends=True),
-            (want or "").splitlines(keepends=True),
+            _text_lines(have or ""),
+            _text_lines(want or ""),
             fromfile=f"{path} (committed)" if have is not None else f"{path} (missing)",
             tofile=f"{path} (from the document)"
             if want is not None
             else f"{path} (should not exist)",
         )
-        stale[name] = "".join(line if line.endswith("\n") else line + "\n" for line in diff)
+        stale[name] = "".join(_shown(line) for line in diff)
     return stale
+
+
+#: How much larger than what `build` writes a committed file may be and still be read
+#: and diffed: past it, the file cannot be the build's and a diff of it would cost time
+#: and memory in its size (a link to /dev/zero grew to gigabytes), so it is refused.
+_SLACK_BYTES = 1 << 20
+
+
+def _committed(path: Path, want_bytes: int) -> str | None:
+    """The committed file's text, or None when there is none.
+
+    Only a regular file is read, bounded by twice what build writes plus a megabyte;
+    anything else is refused in one line without being opened for reading: a FIFO
+    would wait forever for a writer, a device (/dev/zero) never ends, and a symbolic
+    link is never what build writes (it may point at a secret the diff would print
+    into a CI log).
+    """
+    try:
+        kind = _kind(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise SpecError(f"specgen: cannot read {path}: {exc.strerror or exc}") from None
+    if kind:
+        raise SpecError(f"specgen: cannot read {path}: {kind}, not the regular file build writes")
+    limit = 2 * want_bytes + _SLACK_BYTES
+    try:
+        return read_regular(path, limit, follow_links=False).decode("utf-8")
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+        if exc.errno == errno.EFBIG:
+            why = f"larger than {limit} bytes (build writes {want_bytes}), so not compared"
+        raise SpecError(f"specgen: cannot read {path}: {why}") from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"specgen: cannot read {path}: {exc}") from None
+
+
+_KINDS = (
+    (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _kind(mode: int) -> str:
+    """What a file that is not a regular file is, for a message; "" for a regular one."""
+    if stat.S_ISREG(mode):
+        return ""
+    return next((what for test, what in _KINDS if test(mode)), "not a regular file")
+
+
+def _text_lines(text: str) -> list[str]:
+    """`text` cut after each newline only: a carriage return, form feed or U+2028 is
+    part of its line, where it shows escaped, not a line break of the diff."""
+    lines = [line + "\n" for line in text.split("\n")]
+    lines[-1] = lines[-1][:-1]
+    return lines if lines[-1] else lines[:-1]
+
+
+def _shown(line: str) -> str:
+    """One line of the diff as a terminal may show it: the committed file is anyone's
+    text, so a control or invisible character in it (an escape that retitles the
+    terminal, a NUL) is written as a visible escape; ordinary text is unchanged. A last
+    line without a newline is marked as diff(1) marks it."""
+    if line.endswith("\n"):
+        return visible(line[:-1]) + "\n"
+    return visible(line) + "\n\\ No newline at end of file\n"
 
 
 def diff_dir(result: Result, outdir: Path) -> list[str]:
@@ -78,7 +148,7 @@ def diff_dir(result: Result, outdir: Path) -> list[str]:
 
 def _profile(grants: Path, name: str) -> dict[str, Any]:
     try:
-        data = orjson.loads(read_limited(grants))
+        data = orjson.loads(read_regular(grants))
     except OSError as exc:
         raise SpecError(f"specgen: grants {grants}: cannot read: {exc.strerror or exc}") from None
     except orjson.JSONDecodeError as exc:

@@ -88,6 +88,25 @@ def _check_server(ctx: click.Context, param: click.Parameter, value: str | None)
     return value
 
 
+_FOLDER = "name the folder (. for the current one)"
+_FILE = "name the file to write"
+
+
+def _given_path(value: str | None, name: str, hint: str) -> Path | None:
+    """`value` as a Path, None when not given; an empty one is refused in one line.
+
+    Path("") is the current folder, so an empty -o (a shell variable that is unset,
+    `-o "$OUT"`) would quietly write, or check, the files there; `.` says so on purpose.
+    Options that take a path keep it a string until here, because click's Path type
+    already turned "" into "." and the two could no longer be told apart.
+    """
+    if value is None:
+        return None
+    if not value:
+        raise SpecError(f"specgen: {name} is empty; {hint}")
+    return Path(value)
+
+
 def output_options(func: F) -> F:
     """--quiet and --verbose: how much a build says on stderr besides errors."""
     func = click.option(
@@ -234,15 +253,15 @@ def cli() -> None:
 @click.option(
     "-o",
     "--outdir",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Write the files here (atomically) instead of printing them.",
+    type=click.Path(file_okay=False),
+    help="Write the files here (atomically, as one set) instead of printing them.",
 )
 @generator_options
 @output_options
 @refusals
 def build(
     spec: str,
-    outdir: Path | None,
+    outdir: str | None,
     global_name: str,
     server: str | None,
     strict: bool,
@@ -258,15 +277,16 @@ def build(
     from specgen.render import all_sections
 
     verbosity = _verbosity(quiet, verbose)
+    folder = _given_path(outdir, "-o/--outdir", _FOLDER)
     result = pipeline.run(spec, _options(global_name, server, strict, no_validate))
     keep_until_exit(result)
     _print_notes(result, verbosity)
-    if outdir is None:
+    if folder is None:
         click.echo(all_sections(result.gen, result.files), nl=False)
         return
-    names = pipeline.write(result, outdir)
+    names = pipeline.write(result, folder)
     if verbosity:
-        click.echo(f"specgen: wrote {', '.join(names)} to {outdir}", err=True)
+        click.echo(f"specgen: wrote {', '.join(names)} to {folder}", err=True)
 
 
 EMIT_KINDS = ("allow", "catalog", "preamble", "description", "health", "types", "json")
@@ -390,7 +410,7 @@ def validate(spec: str, strict: bool, as_json: bool) -> None:
 
 @cli.command()
 @click.argument("spec")
-@click.argument("outdir", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.argument("outdir", required=False, type=click.Path(file_okay=False))
 @click.option(
     "--grants",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -401,7 +421,7 @@ def validate(spec: str, strict: bool, as_json: bool) -> None:
 @refusals
 def check(
     spec: str,
-    outdir: Path | None,
+    outdir: str | None,
     grants: Path | None,
     profile: str | None,
     global_name: str,
@@ -421,21 +441,22 @@ def check(
     from specgen.check import diff_dir, grant_drift, regenerate_command
 
     options = _options(global_name, server, strict, no_validate)
-    if outdir is not None and not outdir.is_dir():
-        what = "is not a directory" if outdir.exists() else "does not exist"
+    folder = _given_path(outdir, "OUTDIR", _FOLDER)
+    if folder is not None and not folder.is_dir():
+        what = "is not a directory" if folder.exists() else "does not exist"
         raise SpecError(
-            f"specgen: {outdir} {what}; write it with: {regenerate_command(spec, str(outdir), options)}"
+            f"specgen: {folder} {what}; write it with: {regenerate_command(spec, str(folder), options)}"
         )
     result = pipeline.run(spec, options)
     failed = False
-    if outdir is not None:
-        diffs = diff_dir(result, outdir)
+    if folder is not None:
+        diffs = diff_dir(result, folder)
         for diff in diffs:
             click.echo(diff, nl=False)
         if diffs:
             failed = True
             click.echo(
-                f"specgen: {outdir} is stale; regenerate it with: {regenerate_command(spec, str(outdir), options)}",
+                f"specgen: {folder} is stale; regenerate it with: {regenerate_command(spec, str(folder), options)}",
                 err=True,
             )
     if grants is not None and profile is not None:
@@ -501,7 +522,7 @@ def grant() -> None:
 @click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(dir_okay=False),
     help="Write the grants file here (refused if it exists) instead of stdout.",
 )
 @generator_options
@@ -515,7 +536,7 @@ def grant_init(
     base_url: str | None,
     overrides: tuple[str, ...],
     preamble_file: str | None,
-    output: Path | None,
+    output: str | None,
     global_name: str,
     server: str | None,
     strict: bool,
@@ -529,7 +550,7 @@ def grant_init(
     stderr."""
     from specgen import build as pipeline
     from specgen.files import write_atomic
-    from specgen.grant_init import PROFILE_NAME, draft
+    from specgen.grant_init import PROFILE_NAME, check_preamble_file, draft
     from specgen.quoting import go_quote
 
     if not PROFILE_NAME.match(profile_name):
@@ -538,6 +559,9 @@ def grant_init(
             param_hint="--profile",
         )
     verbosity = _verbosity(quiet, verbose)
+    target = _given_path(output, "-o/--output", _FILE)
+    if preamble_file is not None:
+        check_preamble_file(preamble_file, target)
     result = pipeline.run(spec, _options(global_name, server, strict, no_validate))
     drafted = draft(
         result,
@@ -553,47 +577,48 @@ def grant_init(
     _print_notes(result, verbosity)  # only now: a refused --allow stays one line
     for note in drafted.notes if verbosity else ():
         click.echo(f"specgen: note: {note}", err=True)
-    if output is None:
+    if target is None:
         click.echo(drafted.text(), nl=False)
         return
-    if output.exists():
+    if target.exists():
         raise SpecError(
-            f"specgen: {output} exists; refusing to overwrite a grants file (merge the profile by hand)"
+            f"specgen: {target} exists; refusing to overwrite a grants file (merge the profile by hand)"
         )
-    if not output.parent.is_dir():
-        raise SpecError(f"specgen: {output.parent} does not exist")
+    if not target.parent.is_dir():
+        raise SpecError(f"specgen: {target.parent} does not exist")
     try:
-        write_atomic(output, drafted.text().encode())
+        write_atomic(target, drafted.text().encode())
     except OSError as exc:
-        raise SpecError(f"specgen: write {output}: {exc.strerror or exc}") from None
+        raise SpecError(f"specgen: write {target}: {exc.strerror or exc}") from None
     if verbosity:
-        click.echo(f"specgen: wrote {output}", err=True)
+        click.echo(f"specgen: wrote {target}", err=True)
 
 
 @grant.command("schema")
 @click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(dir_okay=False),
     help="Write the schema here instead of stdout.",
 )
 @refusals
-def grant_schema(output: Path | None) -> None:
+def grant_schema(output: str | None) -> None:
     """Print the grants file's JSON Schema (for an editor; the loader checks more)."""
     from specgen.files import write_atomic
     from specgen.grant_init import schema_text
 
+    target = _given_path(output, "-o/--output", _FILE)
     text = schema_text()
-    if output is None:
+    if target is None:
         click.echo(text, nl=False)
         return
-    if not output.parent.is_dir():
-        raise SpecError(f"specgen: {output.parent} does not exist")
+    if not target.parent.is_dir():
+        raise SpecError(f"specgen: {target.parent} does not exist")
     try:
-        write_atomic(output, text.encode())
+        write_atomic(target, text.encode())
     except OSError as exc:
-        raise SpecError(f"specgen: write {output}: {exc.strerror or exc}") from None
-    click.echo(f"specgen: wrote {output}", err=True)
+        raise SpecError(f"specgen: write {target}: {exc.strerror or exc}") from None
+    click.echo(f"specgen: wrote {target}", err=True)
 
 
 @cli.command()
@@ -623,12 +648,12 @@ def grant_schema(output: Path | None) -> None:
     "-o",
     "--output",
     required=True,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Where to write the cut document.",
+    type=click.Path(dir_okay=False),
+    help="Where to write the cut document (a file; replaced if it exists, unless it is WHOLE).",
 )
 @refusals
 def extract(
-    whole: str, pin: str, prefixes: tuple[str, ...], tags: tuple[str, ...], output: Path
+    whole: str, pin: str, prefixes: tuple[str, ...], tags: tuple[str, ...], output: str
 ) -> None:
     """Cut one API's part out of a provider's whole document, refusing any file but the
     pinned one."""
@@ -638,15 +663,51 @@ def extract(
 
     if not prefixes and not tags:
         raise click.UsageError("give at least one --path-prefix or --tag")
-    if not output.parent.is_dir():
-        raise SpecError(f"specgen: {output.parent} does not exist (extract creates no folders)")
+    target = _cut_target(whole, output)
     name, raw = read_bytes(whole)
     data = cut(raw, sha256=pin, path_prefixes=list(prefixes), tags=list(tags), source_name=name)
     try:
-        write_atomic(output, data)
+        write_atomic(target, data)
     except OSError as exc:
-        raise SpecError(f"specgen: write {output}: {exc.strerror or exc}") from None
-    click.echo(f"specgen: wrote {output}", err=True)
+        raise SpecError(f"specgen: write {target}: {exc.strerror or exc}") from None
+    click.echo(f"specgen: wrote {target}", err=True)
+
+
+def _cut_target(whole: str, output: str) -> Path:
+    """Where extract may write its cut, refused in one line when it may not.
+
+    An existing file is replaced: the cut is derived data, remade from the pinned whole
+    document at any time, and refreshing it after the pin moves is the usual run (a
+    grants file, which holds an operator's decisions, is never overwritten by `grant
+    init`). The one file that cannot be remade is the whole document itself, whose
+    pinned bytes would be gone, so -o naming it (by any path, a link included) is
+    refused. `-` is refused rather than taken for stdout: the cut is a file to pin and
+    review, and a file named `-` is what nobody meant.
+    """
+    if output == "-":
+        raise SpecError(
+            "specgen: -o -: extract writes a file, not stdout; name the file (./- for one named -)"
+        )
+    target = _given_path(output, "-o/--output", _FILE)
+    assert target is not None  # a required option
+    if not target.parent.is_dir():
+        raise SpecError(f"specgen: {target.parent} does not exist (extract creates no folders)")
+    if _same_file(whole, target):
+        raise SpecError(
+            f"specgen: -o {target} is WHOLE itself; writing the cut there would replace the "
+            "pinned document (write it to another file)"
+        )
+    return target
+
+
+def _same_file(whole: str, target: Path) -> bool:
+    """Whether `target` is the file `whole` names (stdin's file for `-`)."""
+    try:
+        if whole == "-":
+            return os.path.samestat(os.fstat(sys.stdin.fileno()), os.stat(target))
+        return os.path.samefile(whole, target)
+    except (OSError, ValueError):  # no such file, or a stdin that is no file
+        return False
 
 
 def main() -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from importlib.resources import files
@@ -27,7 +28,7 @@ import orjson
 
 from specgen.allow import AllowEntry, AllowError, entry_json, header_forbidden, parse_entry
 from specgen.errors import SpecError
-from specgen.files import read_limited
+from specgen.files import read_input
 from specgen.params import Parameter
 from specgen.quoting import go_quote
 from specgen.routes import Route, route_error
@@ -172,7 +173,7 @@ def read_allow_option(text: str) -> list[Any]:
     if text.startswith("@"):
         path = Path(text[1:])
         try:
-            raw = read_limited(path)
+            raw = read_input(path)  # a FIFO no one writes to reads empty, never waits
         except OSError as exc:
             raise SpecError(
                 f"specgen: --allow {go_quote(text)}: cannot read: {exc.strerror or exc}"
@@ -470,6 +471,39 @@ def draft(
             '"preamble_file" at DIR/preamble.js (relative to the grants file)'
         )
     return Draft(doc={"profiles": {profile: body}}, notes=notes)
+
+
+def check_preamble_file(rel: str, grants_file: Path | None) -> None:
+    """Refuse a --preamble-file the runtime's loader would refuse as escaping the grants
+    directory, so a draft never names a file its first run cannot read.
+
+    The loader's rule (runtime/broker/grants.py, restated: specgen never imports the
+    runtime): no NUL, not absolute, and the path joined to the grants file's folder and
+    normalised must stay inside that folder. With -o that folder is known and the rule is
+    applied as the loader applies it; on stdout it is not, so a path whose `..` leaves
+    its own starting point is refused (where it lands depends on the folder). Where the
+    file resolves through links is the loader's to check, at load time.
+    """
+    shown = go_quote(rel)
+    if not rel:
+        raise SpecError("specgen: --preamble-file is empty; name the preamble.js to load")
+    if "\x00" in rel:
+        raise SpecError(f"specgen: --preamble-file {shown}: the name contains a NUL byte")
+    if Path(rel).is_absolute() or _escapes(rel, grants_file):
+        raise SpecError(
+            f"specgen: --preamble-file {shown} escapes the folder of the grants file, which "
+            "the loader refuses; give a path inside it, relative to the grants file"
+        )
+
+
+def _escapes(rel: str, grants_file: Path | None) -> bool:
+    """Whether `rel` leaves the grants file's folder; lexically, as the loader decides
+    it before it looks at the disk (the file may not exist yet)."""
+    if grants_file is None:
+        parts = Path(os.path.normpath(rel)).parts
+        return bool(parts) and parts[0] == ".."
+    base = Path(os.path.abspath(grants_file)).parent
+    return not Path(os.path.normpath(base / rel)).is_relative_to(base)
 
 
 #: A profile name the loader accepts (runtime/grants.py's rule, restated).

@@ -20,6 +20,7 @@ import orjson
 
 from specgen.allow import AllowEntry, AllowError, Permit, parse_entry, response_header_patterns
 from specgen.errors import SpecError
+from specgen.files import read_regular
 from specgen.quoting import go_quote, js_string
 from specgen.route_index import RouteIndex
 from specgen.routes import Route, segment_covers
@@ -59,7 +60,7 @@ class GrantView:
 def read_grant(grants: Path, name: str) -> GrantView:
     """The profile `name` of a grants file, as far as the description needs it."""
     try:
-        data = orjson.loads(grants.read_bytes())
+        data = orjson.loads(read_regular(grants))  # bounded; never a FIFO or a device
     except OSError as exc:
         raise SpecError(f"specgen: grants {grants}: cannot read: {exc.strerror or exc}") from None
     except orjson.JSONDecodeError as exc:

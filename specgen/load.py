@@ -8,6 +8,7 @@ separate check. YAML is the fallback for text that is not JSON.
 from __future__ import annotations
 
 import datetime
+import errno
 import sys
 from typing import Any, NamedTuple
 
@@ -15,7 +16,7 @@ import jiter
 
 from specgen.duplicates import check_json, strict_yaml_loader
 from specgen.errors import SpecError
-from specgen.files import read_limited, read_stream_limited
+from specgen.files import read_input, read_stream_limited
 
 
 def _yaml() -> tuple[Any, type]:
@@ -49,14 +50,22 @@ class Source(NamedTuple):  # a NamedTuple: see specgen/frozen.py
 
 
 def read_bytes(path: str) -> tuple[str, bytes]:
-    """The bytes of `path`, or of stdin for `-`; a read failure is one line."""
+    """The bytes of `path`, or of stdin for `-`; a read failure is one line.
+
+    A named input is a regular file or a pipe (`<(curl ...)`), read without waiting
+    for a writer that may never come (`files.read_input`); a device, which may never
+    end, or a folder is refused before it is opened.
+    """
     name = "stdin" if path == "-" else path
     try:
         if path == "-":
             return name, read_stream_limited(sys.stdin.buffer)
-        return name, read_limited(path)
+        return name, read_input(path)
     except OSError as exc:
-        raise SpecError(f"specgen: {name}: cannot read: {exc.strerror or exc}") from None
+        why = exc.strerror or str(exc)
+        if exc.errno == errno.EINVAL:
+            why += " (give a file, a pipe, or - to read stdin)"
+        raise SpecError(f"specgen: {name}: cannot read: {why}") from None
 
 
 _UNREAD: Any = object()

@@ -151,6 +151,54 @@ def test_init_never_overwrites_a_grants_file(tmp_path: Path) -> None:
     assert out.read_text() == "mine"
 
 
+#: --preamble-file values the loader refuses as escaping the grants file's folder, and
+#: values it lets through that check (the last leaves the folder and comes back in).
+ESCAPING = ["../../etc/passwd", "/etc/passwd", "../p.js", "gen/../../p.js"]
+INSIDE = ["gen/preamble.js", "./p.js", "gen/../p.js", "../grants/p.js"]
+
+
+@pytest.mark.parametrize("rel", ESCAPING + INSIDE)
+def test_preamble_file_is_refused_where_the_loader_refuses_it(tmp_path: Path, rel: str) -> None:
+    folder = tmp_path / "grants"
+    folder.mkdir()
+    args = [
+        *("grant", "init", SMART, "--profile", "home", "--caller", "me", "--global", "home"),
+        *("--allow", "PATCH /lights/kitchen", "--base-url", "https://h.example"),
+    ]
+    probe = json.loads(run(*args).stdout)
+    probe["profiles"]["home"]["preamble_file"] = rel
+    (folder / "probe.json").write_text(json.dumps(probe))
+    with pytest.raises(GrantsError) as loaded:  # INSIDE ones: no such file, so still refused
+        load(folder / "probe.json", environ={"HOME_TOKEN": "x"})
+    escapes = "escapes the grants directory" in str(loaded.value)
+    assert escapes == (rel in ESCAPING)
+    out = folder / "grants.json"
+    drafted = run(*args, "--preamble-file", rel, "-o", out)
+    if not escapes:
+        assert drafted.exit_code == 0, drafted.output
+        assert json.loads(out.read_text())["profiles"]["home"]["preamble_file"] == rel
+        return
+    assert drafted.exit_code == 1
+    assert drafted.stderr.splitlines() == [
+        f'specgen: --preamble-file "{rel}" escapes the folder of the grants file, which the '
+        "loader refuses; give a path inside it, relative to the grants file"
+    ]
+    assert not out.exists()
+    assert run(*args, "--preamble-file", rel).exit_code == 1  # on stdout too
+
+
+def test_preamble_file_on_stdout_may_not_leave_its_start() -> None:
+    """Without -o the grants file's folder is unknown, so a `..` that leaves the path's
+    own start is refused even where a folder of that name would take it back in."""
+    args = ["grant", "init", SMART, "--profile", "home", "-q"]
+    assert run(*args, "--preamble-file", "gen/../p.js").exit_code == 0
+    refused = run(*args, "--preamble-file", "../grants/p.js")
+    assert refused.exit_code == 1
+    assert refused.stderr.startswith('specgen: --preamble-file "../grants/p.js" escapes')
+    for empty in ("", "a\x00b"):
+        assert len(run(*args, "--preamble-file", empty).stderr.splitlines()) == 1
+
+
 def test_bad_profile_name_is_a_usage_error() -> None:
     result = run("grant", "init", SMART, "--profile", "has space")
     assert result.exit_code == 2

@@ -139,14 +139,23 @@ def test_unreadable_file(tmp_path: Path) -> None:
 
 
 def test_endless_inputs_are_refused_not_read_forever(tmp_path: Path) -> None:
-    """Found: `specgen build /dev/zero` (and --grants /dev/zero) read until memory ran out."""
-    too_big = "cannot read: larger than 268435456 bytes"
-    assert refused(run("build", "/dev/zero")) == f"specgen: /dev/zero: {too_big}"
+    """Found: `specgen build /dev/zero` (and --grants /dev/zero) read until memory ran out.
+    A device is not a regular file, so it is refused before it is opened; a regular file
+    is read up to the limit only."""
+    from specgen.files import read_regular
+
+    not_regular = "cannot read: not a regular file"
+    assert refused(run("build", "/dev/zero")) == (
+        f"specgen: /dev/zero: {not_regular} (give a file, a pipe, or - to read stdin)"
+    )
     g = grants(tmp_path, SMART_ROUTES, [])
     assert refused(run("check", SMART, "--grants", "/dev/zero", "--profile", "home")) == (
-        f"specgen: grants /dev/zero: {too_big}"
+        f"specgen: grants /dev/zero: {not_regular}"
     )
     assert run("check", SMART, "--grants", g, "--profile", "home").exit_code == 0
+    assert read_regular(write(tmp_path / "four", "abcd"), 4) == b"abcd"
+    with pytest.raises(OSError, match="larger than 3 bytes"):
+        read_regular(tmp_path / "four", 3)
 
 
 def test_stdin_is_read_up_to_the_limit_only() -> None:
@@ -450,7 +459,9 @@ def test_a_failed_write_leaves_the_old_files_and_no_temporary_ones(
     result = run("build", HAZARDS, "-o", out, "--global", "home")
     assert result.exit_code == 1
     assert "Traceback" not in result.output
-    assert result.stderr.splitlines()[-1] == f"specgen: write {out}: No space left on device"
+    assert result.stderr.splitlines()[-1] == (
+        f"specgen: write {out / 'allow.json'}: No space left on device"  # the file, not the folder
+    )
     assert folder(out) == before  # old files intact, no temporary file left behind
 
 
