@@ -11,6 +11,7 @@ so `specgen --help`, `--version` and `specgen run` do not pay for it at start-up
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import re
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from specgen import streams
 from specgen.errors import SpecError
 from specgen.oneshot import keep_until_exit, one_shot_without_gc, record_exit
 
@@ -715,6 +717,7 @@ def main() -> None:
 
     Set SPECGEN_DEBUG=1 to see the traceback instead.
     """
+    streams.guard()
     one_shot = one_shot_without_gc(sys.argv[1:], cli.commands)
     try:
         cli.main(prog_name="specgen")
@@ -723,6 +726,9 @@ def main() -> None:
             record_exit(exc.code)
         raise
     except Exception as exc:
+        if isinstance(exc, OSError) and exc.errno == errno.EBADF:  # started without a stream
+            click.echo(f"specgen: {exc.strerror or exc}", err=True)
+            sys.exit(1)
         if os.environ.get("SPECGEN_DEBUG"):
             raise
         click.echo(f"specgen: internal error: {type(exc).__name__}: {exc}", err=True)

@@ -22,7 +22,11 @@ import click
 
 from runtime import RunPool
 from runtime.cli import isolation_option, quota_store_option, workers_option
+from specgen import streams
 from specgen.errors import SpecError
+
+#: The standard descriptors an MCP server on stdio needs, by name.
+_STD_NAMES = {0: "stdin", 1: "stdout"}
 
 if TYPE_CHECKING:
     from runtime.mcp.audit import AuditLog
@@ -426,6 +430,12 @@ def _serve(settings: _Settings) -> None:
         # Read to its end, stdin would take the client's messages as the document, and
         # wait for ever on a client that keeps it open, as every stdio client does.
         _refuse("--spec -: on stdio, stdin carries the client's messages; name the document's file")
+    closed = sorted(_STD_NAMES[fd] for fd in streams.CLOSED & {0, 1})
+    if address is None and closed:
+        _refuse(
+            f"{' and '.join(closed)} closed: on stdio the server reads its client's messages"
+            " on stdin and answers on stdout (or serve --http)"
+        )
     if origins and address is None:
         _refuse("--allow-origin applies to --http only")
     if hosts and address is None:
