@@ -8,6 +8,7 @@ a rule fixed before the run, for scripts and CI.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import time
@@ -35,6 +36,8 @@ class TerminalApprover:
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
+        # Written to by `interrupt`, so a question waiting on the terminal ends at once.
+        self._wake_read, self._wake_write = os.pipe()
 
     @classmethod
     def open(cls, path: str = "/dev/tty") -> TerminalApprover | None:
@@ -48,7 +51,15 @@ class TerminalApprover:
         return cls(fd)
 
     def close(self) -> None:
-        os.close(self._fd)
+        for fd in (self._fd, self._wake_read, self._wake_write):
+            os.close(fd)
+
+    def interrupt(self) -> None:
+        """End the question being asked now, and any asked later, unanswered (Ctrl-C: the
+        run is being ended, and no one should be left typing into it). Safe from a
+        signal handler: one write to a pipe."""
+        with contextlib.suppress(OSError):  # already woken (a full pipe) or closed
+            os.write(self._wake_write, b"x")
 
     def __call__(self, question: Question, timeout_s: float) -> Answer | None:
         text = "\nspecgen: " + question.text().replace("\n", "\nspecgen: ") + "\n"
@@ -72,8 +83,8 @@ class TerminalApprover:
             left = end - time.monotonic()
             if left <= 0:
                 return None
-            ready, _, _ = select.select([self._fd], [], [], left)
-            if not ready:
+            ready, _, _ = select.select([self._fd, self._wake_read], [], [], left)
+            if not ready or self._wake_read in ready:
                 return None
             chunk = os.read(self._fd, _MAX_ANSWER)
             if not chunk:

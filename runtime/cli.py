@@ -36,6 +36,7 @@ import glob
 import io
 import os
 import re
+import signal
 import sys
 import threading
 import unicodedata
@@ -88,6 +89,8 @@ _MSG_INTERRUPTING = "specgen: interrupted: ending the run now (Ctrl-C again to l
 _MSG_INTERRUPTED = "specgen: the run was interrupted (Ctrl-C) and ended early"
 _MSG_LEFT = "specgen: interrupted again: leaving without the rest of the record"
 _MSG_NOT_STARTED = "interrupted (Ctrl-C) before it started"
+#: How a run on a worker or engine process that an interrupt killed is reported.
+_KILLED = frozenset({"WorkerDied", "EngineDied"})
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -265,6 +268,29 @@ def run(
     Several files, a directory (its *.js files) or a quoted glob pattern run as a batch:
     each file in its own fresh sandbox, on --workers processes, reported in input order.
     """
+    with _Interrupt() as interrupt:
+        _run(
+            interrupt, code_args, grants_file, profile_names, caller, base_urls, trace_id,
+            timeout_s, memory_mb, as_json, approve, workers, isolation, quota_store,
+        )  # fmt: skip
+
+
+def _run(
+    interrupt: _Interrupt,
+    code_args: tuple[Path, ...],
+    grants_file: Path,
+    profile_names: tuple[str, ...],
+    caller: str,
+    base_urls: tuple[str, ...],
+    trace_id: str | None,
+    timeout_s: float,
+    memory_mb: int,
+    as_json: bool,
+    approve: tuple[str, ...],
+    workers: int | None,
+    isolation: str | None,
+    quota_store: str | None,
+) -> None:
     use_quota_store(quota_store)
     files, batch = _code_files(code_args)
     codes = [_read_code(path) for path in files]
@@ -302,21 +328,23 @@ def run(
                 " so no call of it is ever held to approve"
             )
 
-    interrupt = _Interrupt()
+    held = approver.interrupt if isinstance(approver, TerminalApprover) else _nothing
     if not batch and isolation == "process":
+        interrupt.runs(lambda: (end_runs_now(), held()))
         # A missing or tampered engine is an EngineError (a Refusal), never a traceback.
-        outcome, ended = interrupt.run(
+        outcome = interrupt.run(
             lambda: run_with_grant(
                 codes[0], profile, limits=limits, trace_id=trace_id, caller=caller,
                 approver=approver,
             )
         )  # fmt: skip
-        _report(_interrupted(outcome) if ended else outcome, timeout_s, as_json)
-        sys.exit(EXIT_INTERRUPTED if ended else outcome.result.exit_code)
+        _report(interrupt.outcome(outcome), timeout_s, as_json)
+        sys.exit(EXIT_INTERRUPTED if interrupt.fired else outcome.result.exit_code)
 
     workers = RunPool.default_workers() if workers is None else workers
     if not batch:  # one file on an isolated tier: one engine process
         with RunPool(grants_file, workers=1, isolation=isolation) as single:
+            interrupt.runs(lambda: (single.interrupt(), held()))
             future = single.submit(
                 codes[0],
                 profile,
@@ -326,10 +354,11 @@ def run(
                 trace_id=trace_id,
                 approver=approver,
             )
-            outcome, ended = interrupt.result(future, single.interrupt)
-        _report(_interrupted(outcome) if ended else outcome, timeout_s, as_json)
-        sys.exit(EXIT_INTERRUPTED if ended else outcome.result.exit_code)
+            outcome = future.result()
+        _report(interrupt.outcome(outcome), timeout_s, as_json)
+        sys.exit(EXIT_INTERRUPTED if interrupt.fired else outcome.result.exit_code)
     if workers == 0:
+        interrupt.runs(lambda: (end_runs_now(), held()))
         outcomes: Iterator[RunOutcome | Refusal] = (
             _in_process(code, profile, limits, tid, caller, approver, interrupt)
             for code, tid in zip(codes, trace_ids, strict=True)
@@ -338,15 +367,15 @@ def run(
         sys.exit(EXIT_INTERRUPTED if interrupt.fired else status)
     pool = RunPool(grants_file, workers=min(workers, len(files)), isolation=isolation)
     futures: list[concurrent.futures.Future[RunOutcome]] = []
-    running: set[concurrent.futures.Future[RunOutcome]] = set()
 
     def stop() -> None:
         """Runs not started never start; the ones going on end now."""
         for future in futures:
-            if not future.cancel() and not future.done():
-                running.add(future)
+            future.cancel()
         pool.interrupt()
+        held()
 
+    interrupt.runs(stop)
     try:
         for code, tid in zip(codes, trace_ids, strict=True):
             futures.append(
@@ -362,12 +391,7 @@ def run(
                     approver=approver,
                 )
             )
-        status = _report_batch(
-            files,
-            (_settled(f, interrupt, stop, running) for f in futures),
-            timeout_s,
-            as_json,
-        )
+        status = _report_batch(files, (_settled(f, interrupt) for f in futures), timeout_s, as_json)
     finally:
         for future in futures:  # a broken pipe: runs not started never start
             future.cancel()
@@ -376,24 +400,50 @@ def run(
 
 
 class _Interrupt:
-    """Ctrl-C while runs go on: the first ends them now, each still reported with its
-    trace and audit record (exit 130); a second leaves at once.
+    """Ctrl-C for the length of `specgen run`: the SIGINT handler, which never raises in
+    the middle of a run or of its report.
 
-    Python runs signal handlers only on the main thread, between bytecodes, so a run on
-    the main thread whose guest computes in the engine would hold Ctrl-C until its
-    timeout and then lose its record to the KeyboardInterrupt; a run in this process
-    therefore goes to a helper thread while the main thread waits for it.
+    Before any run has started it leaves at once (exit 130: nothing ran, so there is no
+    record to write). Once runs go on (`runs`), the first Ctrl-C ends them with the stop
+    their starter gave, and each is still reported with its trace and audit record; a
+    second leaves at once. Python runs a signal handler only on the main thread, between
+    bytecodes, so a run in this process goes to a helper thread (`run`) while the main
+    thread waits for it: a guest computing in the engine on the main thread would hold
+    Ctrl-C until its timeout.
     """
 
     def __init__(self) -> None:
         self.fired = False
+        self._stop: Callable[[], object] | None = None
+        self._previous: Any = None
 
-    def run(self, work: Callable[[], T]) -> tuple[T, bool]:
-        """`work()` (a run in this process) on a helper thread, and whether Ctrl-C
-        ended it early."""
+    def __enter__(self) -> _Interrupt:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+    def runs(self, stop: Callable[[], object]) -> None:
+        """Runs go on from now: Ctrl-C calls `stop` to end them."""
+        self._stop = stop
+
+    def _handle(self, signum: int, frame: object) -> None:
+        if self._stop is None:
+            raise SystemExit(EXIT_INTERRUPTED)  # nothing started: nothing to record
+        if self.fired:
+            _emit(sys.stderr, _trusted(_MSG_LEFT))
+            os._exit(EXIT_INTERRUPTED)  # a run may still hold a thread: no teardown
+        self.fired = True
+        _emit(sys.stderr, _trusted(_MSG_INTERRUPTING))
+        self._stop()
+
+    def run(self, work: Callable[[], T]) -> T:
+        """`work()` (a run in this process) on a helper thread, the main thread waiting
+        where Ctrl-C reaches it."""
         box: list[tuple[bool, Any]] = []
-        # An Event, not Thread.join: a join that Ctrl-C interrupts can leave the thread
-        # looking finished while it still runs (CPython 3.11).
         done = threading.Event()
 
         def target() -> None:
@@ -405,48 +455,27 @@ class _Interrupt:
                 done.set()
 
         threading.Thread(target=target, name="plimsoll-run", daemon=True).start()
-        ended = False
-        while not done.is_set():
-            try:
-                done.wait()
-            except KeyboardInterrupt:
-                self._fire(end_runs_now)
-                ended = True
+        done.wait()
         ok, value = box[0]
         if not ok:
             raise value
-        return value, ended
+        return value
 
-    def result(
-        self, future: concurrent.futures.Future[T], stop: Callable[[], object]
-    ) -> tuple[T, bool]:
-        """A pool run's result, and whether Ctrl-C came while waiting for it (`stop`,
-        the pool's interrupt, then ended it)."""
-        ended = False
-        while True:
-            try:
-                return future.result(), ended
-            except KeyboardInterrupt:
-                self._fire(stop)
-                ended = True
-
-    def _fire(self, stop: Callable[[], object]) -> None:
-        if self.fired:
-            _emit(sys.stderr, _trusted(_MSG_LEFT))
-            os._exit(EXIT_INTERRUPTED)  # a run may still hold a thread: no teardown
-        self.fired = True
-        _emit(sys.stderr, _trusted(_MSG_INTERRUPTING))
-        stop()
+    def outcome(self, outcome: RunOutcome) -> RunOutcome:
+        """A run as reported: one that Ctrl-C ended (a run in this process ends as at its
+        timeout, one on another process by that process's death) says so, exit 130; a
+        run that ended otherwise, before the interrupt reached it, keeps its own ending."""
+        result = outcome.result
+        if not self.fired or not (result.timed_out or result.internal_error in _KILLED):
+            return outcome
+        result = dataclasses.replace(
+            result, exit_code=EXIT_INTERRUPTED, timed_out=False, internal_error=""
+        )
+        return dataclasses.replace(outcome, result=result, interrupted=True)
 
 
-def _interrupted(outcome: RunOutcome) -> RunOutcome:
-    """A run Ctrl-C ended early, as reported: exit 130, not the timeout it ended as (in
-    this process) nor the fault of its process's death (on a pool's worker or engine
-    process, which the interrupt killed)."""
-    result = dataclasses.replace(
-        outcome.result, exit_code=EXIT_INTERRUPTED, timed_out=False, internal_error=""
-    )
-    return dataclasses.replace(outcome, result=result, interrupted=True)
+def _nothing() -> None:
+    """No approver to wake."""
 
 
 class _NotStarted(Refusal):
@@ -564,7 +593,7 @@ def _in_process(
     if interrupt.fired:
         return _NotStarted(_MSG_NOT_STARTED)
     try:
-        outcome, ended = interrupt.run(
+        outcome = interrupt.run(
             lambda: run_with_grant(
                 code, profile, limits=limits, trace_id=trace_id, caller=caller,
                 approver=approver,
@@ -572,32 +601,28 @@ def _in_process(
         )  # fmt: skip
     except Refusal as refusal:
         return refusal
-    return _interrupted(outcome) if ended else outcome
+    return interrupt.outcome(outcome)
 
 
 def _settled(
-    future: concurrent.futures.Future[RunOutcome],
-    interrupt: _Interrupt,
-    stop: Callable[[], None],
-    running: set[concurrent.futures.Future[RunOutcome]],
+    future: concurrent.futures.Future[RunOutcome], interrupt: _Interrupt
 ) -> RunOutcome | Refusal:
     """A pool run's outcome, or the refusal that kept it from starting.
 
     A worker refuses only what the parent already checked, unless the grants file or
     the environment changed after the parent read them, or the engine cannot start in
     a worker (`WorkerDied`, reported like a refusal: that run never started). A run
-    Ctrl-C cancelled before it started is reported as not started; one it ended (it was
-    `running` then) as interrupted.
+    Ctrl-C cancelled before it started is reported as not started.
     """
     try:
-        outcome, _ = interrupt.result(future, stop)
+        outcome = future.result()
     except concurrent.futures.CancelledError:
         return _NotStarted(_MSG_NOT_STARTED)
     except Refusal as refusal:
         return refusal
     except Exception as exc:
         return RunInputError(f"a worker could not run it: {type(exc).__name__}: {exc}")
-    return _interrupted(outcome) if future in running else outcome
+    return interrupt.outcome(outcome)
 
 
 def _report(outcome: RunOutcome, timeout_s: float, as_json: bool, file: Path | None = None) -> None:

@@ -47,6 +47,7 @@ import multiprocessing
 import os
 import pickle
 import queue
+import signal
 import sys
 import threading
 import time
@@ -189,6 +190,9 @@ def _run_job(code: str, sent: _Sent, caller: str, options: dict[str, Any]) -> Ru
 
 def _worker_main(conn: Connection, grants_path: str) -> None:
     """A worker process: warm up, then answer one job at a time over its pipe."""
+    # The terminal's Ctrl-C goes to the whole process group: the parent decides what it
+    # ends (RunPool.interrupt), a worker must not die of it on its own mid-job.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         _start_worker(grants_path)
     except BaseException as exc:
@@ -401,6 +405,8 @@ class RunPool:
         #: What each worker is running a job on now (its process, or its engine
         #: process on an isolated tier), for `interrupt`; None between jobs.
         self._running: list[Any] = [None] * self.workers
+        #: Set by `interrupt`: no run starts after it.
+        self._interrupted = False
         #: Runs on engine processes now, which sets how long each looks for frames.
         self._busy = 0
         self._busy_lock = threading.Lock()
@@ -474,12 +480,17 @@ class RunPool:
             future, job, approver, _ = item
             if not future.set_running_or_notify_cancel():
                 continue
+            if self._interrupted:
+                future.set_exception(concurrent.futures.CancelledError())
+                continue
             if kind == "err" or proc is None or conn is None:  # every job hears why
                 future.set_exception(value)  # type: ignore[arg-type]
                 continue
             started = time.monotonic()
             admitted: list[tuple[int, str, str]] = []
             self._running[index] = proc
+            if self._interrupted:  # it came while this job was being taken
+                proc.kill()
             try:
                 conn.send(job)
                 answer, result = conn.recv()
@@ -552,6 +563,9 @@ class RunPool:
             future, job, approver, context = item
             if not future.set_running_or_notify_cancel():
                 continue
+            if self._interrupted:
+                future.set_exception(concurrent.futures.CancelledError())
+                continue
             if isinstance(engine, BaseException):
                 engine = self._engine()  # a replacement that failed to start: try again
             elif not engine.alive or engine.worn:
@@ -576,6 +590,8 @@ class RunPool:
                     self._busy += 1
                     engine.spin_s = spin_for(self._busy)
                 self._running[index] = engine
+                if self._interrupted:  # it came while this engine was being replaced
+                    engine.kill()
                 try:
                     # In the submitter's context, so the run's span is a child of the
                     # span that asked for it (an MCP tools/call).
@@ -606,9 +622,10 @@ class RunPool:
 
     def interrupt(self) -> int:
         """Stop the runs going on now by killing the processes running them (an
-        operator's Ctrl-C); returns how many. Each such run ends as a run whose worker
-        died does: its record lists every call the broker had admitted. Queued runs are
-        left for the caller to cancel; a new process takes each killed one's place."""
+        operator's Ctrl-C), and start no run after it: each queued one ends with
+        CancelledError. Returns how many were killed. Each killed run ends as a run
+        whose worker died does: its record lists every call its broker had admitted."""
+        self._interrupted = True
         killed = 0
         for running in list(self._running):
             if running is not None:

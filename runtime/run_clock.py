@@ -56,6 +56,12 @@ class RunClock:
             return max(0.0, deadline - now)
 
     @property
+    def ended(self) -> bool:
+        """Was the run ended early (`end`)?"""
+        with self._lock:
+            return self._ended_at is not None
+
+    @property
     def held_s(self) -> float:
         """Seconds the run has spent with at least one call held (so far)."""
         with self._lock:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import httpx
 
 from runtime import sandbox, telemetry
-from runtime.broker import Broker, TraceSnapshot, audit_line, check_trace_id
+from runtime.broker import Broker, Profile, TraceSnapshot, audit_line, check_trace_id
 from runtime.broker.approval import Approver
 from runtime.broker.several import BrokerSet
 from runtime.errors import GrantsError, Refusal, RunInputError
@@ -65,7 +65,10 @@ def end_runs_now() -> int:
         clocks = list(_RUNNING)
     left = max((clock.end() for clock in clocks), default=0.0)
     if clocks:
-        sandbox.expire_runs(left)
+        # A guest's epoch deadline was set from its timeout when its instance was made
+        # (later than its clock started), or from its clock after a held call: past the
+        # longer of the two, every one of them is reached.
+        sandbox.expire_runs(max(left, sandbox.MAX_TIMEOUT_S) + 1.0)
     return len(clocks)
 
 
@@ -116,6 +119,31 @@ def run_with_grant(
     # Taken before the sandbox starts its own clock, so no upstream call outlives the run.
     deadline = time.monotonic() + limits.timeout_s
     clock = RunClock(limits.timeout_s)
+    with _RUNNING_LOCK:  # from now: an interrupt while the engine loads ends it too
+        _RUNNING.add(clock)
+    try:
+        return _run_with_clock(
+            code, profiles, limits, grant, deadline, clock, trace_id, transport,
+            memory_probe, caller, approver,
+        )  # fmt: skip
+    finally:
+        with _RUNNING_LOCK:
+            _RUNNING.discard(clock)
+
+
+def _run_with_clock(
+    code: str,
+    profiles: tuple[Profile, ...],
+    limits: sandbox.Limits,
+    grant: sandbox.GuestGrant | tuple[sandbox.GuestGrant, ...],
+    deadline: float,
+    clock: RunClock,
+    trace_id: str | None,
+    transport: httpx.BaseTransport | None,
+    memory_probe: Callable[[bytes], None] | None,
+    caller: str | None,
+    approver: Approver | None,
+) -> RunOutcome:
     broker = open_broker(
         profiles,
         deadline=deadline,
@@ -129,8 +157,6 @@ def run_with_grant(
         broker, run_name(profiles), caller=caller, tier="process", trace_id=trace_id
     )
     started = time.monotonic()
-    with _RUNNING_LOCK:
-        _RUNNING.add(clock)
     try:
         result = sandbox.run(
             code,
@@ -149,9 +175,6 @@ def run_with_grant(
             raise
     except Exception as exc:
         result = _internal(started, type(exc).__name__)
-    finally:
-        with _RUNNING_LOCK:
-            _RUNNING.discard(clock)
     snapshot = _close(broker)
     # Calls the sandbox refused itself never reached the broker; they are denied too.
     snapshot = dataclasses.replace(snapshot, denied=snapshot.denied + result.refused_calls)

@@ -378,6 +378,10 @@ def _run(
                 deadline_ticks=math.ceil(limits.timeout_s / EPOCH_TICK_S) + 1,
             )
             bridge.vm = vm
+            if clock is not None and clock.ended:
+                # Ended (an operator's interrupt) while the engine and image were made:
+                # the guest's first check ends it.
+                vm.store.set_epoch_deadline(1)
             if image is not None:
                 snapshot.restore(vm, image, state)
                 _evaluate_image(vm, bridge, image, code)
