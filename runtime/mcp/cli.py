@@ -25,6 +25,8 @@ from runtime.cli import isolation_option, quota_store_option, workers_option
 from specgen import streams
 from specgen.errors import SpecError
 
+#: How long leaving after Ctrl-C waits for parked runs' records, and for the exporters.
+_LEAVE_WAIT_S = 5.0
 #: The standard descriptors an MCP server on stdio needs, by name.
 _STD_NAMES = {0: "stdin", 1: "stdout"}
 
@@ -35,19 +37,28 @@ if TYPE_CHECKING:
 
 
 def _leave(status: int, line: str, audit: AuditLog) -> NoReturn:
-    """Exit now, after the audit lines and the exporters are out: the thread the SDK
-    reads stdin on cannot be stopped, and would keep the process until the client
-    closed stdin."""
-    from runtime import telemetry
+    """Exit now, after the parked runs' audit lines and the exporters are out (each wait
+    bounded): the thread the SDK reads stdin on cannot be stopped, and would keep the
+    process until the client closed stdin. Another Ctrl-C meanwhile leaves at once."""
+    import signal
+    import threading
 
-    sys.stderr.write(line + "\n")
+    from runtime import telemetry
+    from runtime.mcp.round_trips import end_parked
+
+    signal.signal(signal.SIGINT, lambda *_: os._exit(status))
+    with contextlib.suppress(Exception):
+        end_parked(_LEAVE_WAIT_S)
     with contextlib.suppress(Exception):
         audit.close()
-    with contextlib.suppress(Exception):
-        telemetry.shutdown()
+    with contextlib.suppress(Exception):  # a closed stderr must not keep the process
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    exporters = threading.Thread(target=telemetry.shutdown, daemon=True)
+    exporters.start()
+    exporters.join(_LEAVE_WAIT_S)  # a collector that never answers must not hold it
     with contextlib.suppress(Exception):
         sys.stdout.flush()
-        sys.stderr.flush()
     os._exit(status)
 
 

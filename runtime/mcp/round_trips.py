@@ -26,6 +26,7 @@ import queue
 import secrets
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -144,12 +145,29 @@ class RoundTripApprover:
             parked.asking.pop(key, None)
 
 
+#: Every server's round trips in this process, for `end_parked`.
+_ALL: weakref.WeakSet[RoundTrips] = weakref.WeakSet()
+
+
+def end_parked(timeout_s: float) -> None:
+    """The server is stopping (Ctrl-C): each parked run's open question is answered no,
+    so the run, whose clock was ended too, ends and writes its audit line; waited for
+    up to `timeout_s` in all. A run's thread is a daemon: the process would otherwise
+    leave without the record of a run still waiting for its client."""
+    until = time.monotonic() + timeout_s
+    for trips in list(_ALL):
+        trips.end(until)
+
+
 class RoundTrips:
     """The server's parked runs, by handle."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._parked: dict[str, Parked] = {}
         self._clock = clock
+        #: The threads of runs going on, for `end_parked`.
+        self._threads: set[threading.Thread] = set()
+        _ALL.add(self)
 
     def open(self, caller: str | None) -> Parked:
         """A new parked run for `caller`; call on the event loop."""
@@ -195,7 +213,25 @@ class RoundTrips:
             with contextlib.suppress(Exception):
                 anyio.from_thread.run_sync(done, token=parked.token)
 
-        threading.Thread(target=go, name=f"held-run-{parked.handle[:6]}", daemon=True).start()
+        def run() -> None:
+            try:
+                go()
+            finally:
+                self._threads.discard(thread)
+
+        thread = threading.Thread(target=run, name=f"held-run-{parked.handle[:6]}", daemon=True)
+        self._threads.add(thread)
+        thread.start()
+
+    def end(self, until: float) -> None:
+        """Answer no to every question a parked run waits on, and wait (until the
+        monotonic time `until`) for each run to end and write its audit line."""
+        for parked in list(self._parked.values()):
+            for box in list(parked.asking.values()):
+                with contextlib.suppress(queue.Full):
+                    box.put_nowait(Answer.NO)
+        for thread in list(self._threads):
+            thread.join(max(0.0, until - time.monotonic()))
 
     async def next_answer(self, parked: Parked) -> CallToolResult | InputRequiredResult:
         """Wait for the run's next question (an `input_required` result) or its end."""

@@ -355,6 +355,9 @@ def build_server(
                 who,
                 grant,
             )
+        if isinstance(outcome, concurrent.futures.CancelledError):  # the server is stopping
+            audit.write(grant.not_run(trace_id, "cancelled", caller=who))
+            return _text("execute: the server is stopping; the code did not run", is_error=True)
         if not isinstance(outcome, Run):  # never raise out of a tool; never show internals
             log.error(
                 "execute failed", exc_info=outcome if isinstance(outcome, BaseException) else None
