@@ -350,6 +350,11 @@ def _check_origin(flag: str, origin: str, *, any_port: bool = False) -> None:
         or parts.query
         or parts.fragment
         or "@" in parts.netloc
+        or parts.netloc.endswith(":")
+        or "?" in origin
+        or "#" in origin
+        or any(ord(ch) < 0x21 or ord(ch) == 0x7F for ch in origin)
+        or not _sent_as_written(host_part, parts.hostname)
     ):
         shape = "http(s)://host[:port]"
         if any_port:
@@ -364,6 +369,21 @@ def _check_origin(flag: str, origin: str, *, any_port: bool = False) -> None:
             f"specgen: {flag} {go_quote(origin)}: plain http is allowed only for a loopback "
             "host; use the API's https origin"
         )
+
+
+def _sent_as_written(url: str, hostname: str) -> bool:
+    """Does httpx, which the broker sends with, read the host urlsplit read? A name it
+    cannot encode (a bad IDNA label such as `xn--a`) or reads otherwise is refused by
+    the loader, so it is refused here too."""
+    import httpx  # only a draft with an origin given asks; building never does
+
+    try:
+        parsed = httpx.URL(url)
+        _ = parsed.host  # decodes IDNA labels: a bad one raises here
+        raw = parsed.raw_host.decode("ascii").lower()
+    except Exception:
+        return False
+    return not hostname.isascii() or raw == hostname.lower()
 
 
 def _loopback(host: str) -> bool:

@@ -9,8 +9,10 @@ child it starts) lands in that file.
 
 `guard()` runs first in the console entry point: each closed descriptor is taken by the
 null device, so no file can land on it, and its Python stream becomes one that fails
-every read or write with EBADF, "stdout is closed", which the command reports in one
-line like any other read or write error (but stderr, where that line would go: what is
+every read or write with EBADF, "stdout is closed": a command whose result goes there
+reports that in one line, as any other read or write error (`specgen run` drops the
+guest's output as it does for a closed pipe, and its audit line still reaches stderr);
+but stderr, where that line would go: what is
 written to a closed stderr is dropped, and the exit status still says how it went).
 `CLOSED` keeps which were closed, for a command that needs one at its start (the MCP
 server on stdio).

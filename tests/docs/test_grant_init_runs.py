@@ -235,11 +235,18 @@ def test_allow_entries_check_would_refuse_are_refused_in_one_line(allow: str, wh
         ("--base-url", "https://x.example?q"),
         ("--base-url", "http://api.example.com"),
         ("--base-url", "https://user@x.example"),
+        ("--base-url", "https://api.example.com?"),
+        ("--base-url", "https://api.example.com#"),
+        ("--base-url", "https://api example.com"),
+        ("--base-url", "https://api.example.com\t"),
+        ("--base-url", "https://xn--a.com"),
+        ("--base-url", "https://bücher.example"),
         ("--base-url-override", "https://staging.example.com"),
         ("--base-url-override", "http://localhost:*"),
         ("--base-url-override", "http://staging.example.com"),
         ("--base-url-override", "https://staging.example.com:*"),
         ("--base-url-override", "https://staging.example.com/v2"),
+        ("--base-url-override", "http://127.0.0.1::*"),
     ],
 )
 def test_a_drafted_origin_is_one_the_loader_takes_or_is_refused_in_one_line(
