@@ -431,8 +431,9 @@ class _Interrupt:
         self._stop = stop
 
     def _handle(self, signum: int, frame: object) -> None:
-        if self._stop is None:
-            raise SystemExit(EXIT_INTERRUPTED)  # nothing started: nothing to record
+        if self._stop is None:  # nothing started: nothing to record
+            _emit(sys.stderr, _trusted("interrupted"))
+            raise SystemExit(EXIT_INTERRUPTED)
         if self.fired:
             _emit(sys.stderr, _trusted(_MSG_LEFT))
             os._exit(EXIT_INTERRUPTED)  # a run may still hold a thread: no teardown

@@ -11,10 +11,12 @@ so `specgen --help`, `--version` and `specgen run` do not pay for it at start-up
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import os
 import re
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -712,12 +714,22 @@ def _same_file(whole: str, target: Path) -> bool:
         return False
 
 
+def _interrupted(signum: int, frame: object) -> None:
+    """Ctrl-C: one line and the shell's status for it (130), not click's "Aborted!" and 1.
+    A command with runs to end and record (`specgen run`, `specgen mcp`) puts its own
+    handler in place while they go on."""
+    with contextlib.suppress(OSError):
+        sys.stderr.write("specgen: interrupted\n")
+    raise SystemExit(130)
+
+
 def main() -> None:
     """Console entry point: a last guard so even a bug prints one line, not a traceback.
 
     Set SPECGEN_DEBUG=1 to see the traceback instead.
     """
     streams.guard()
+    signal.signal(signal.SIGINT, _interrupted)
     one_shot = one_shot_without_gc(sys.argv[1:], cli.commands)
     try:
         cli.main(prog_name="specgen")

@@ -516,8 +516,9 @@ def _serve(settings: _Settings) -> None:
     if address is None:
         try:
             interrupted = anyio.run(serve_stdio, server, lambda: interrupt_runs(grants))
-        except KeyboardInterrupt:  # a second Ctrl-C: leave now
-            _leave(130, "specgen: interrupted again: leaving now", audit)
+        except (KeyboardInterrupt, SystemExit):  # Ctrl-C before serving, or a second one
+            interrupt_runs(grants)
+            _leave(130, "specgen: interrupted: leaving now", audit)
         if interrupted:
             _leave(
                 130, "specgen: interrupted (Ctrl-C): the runs under way ended and audited", audit

@@ -147,3 +147,17 @@ def test_a_second_ctrl_c_leaves_at_once_while_a_call_is_on_the_wire(
     assert err.splitlines()[-1] == (
         "specgen: interrupted again: leaving without the rest of the record"
     )
+
+
+def test_ctrl_c_before_any_run_has_started_is_one_line_and_130(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """While the grants load or the pool starts there is nothing to end or record yet."""
+    from runtime.cli import _Interrupt
+    from specgen.cli import _interrupted
+
+    for handler in (_interrupted, _Interrupt()._handle):
+        with pytest.raises(SystemExit) as left:
+            handler(signal.SIGINT, None)
+        assert left.value.code == 130
+        assert capsys.readouterr().err == "specgen: interrupted\n"
