@@ -20,7 +20,7 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
@@ -723,6 +723,17 @@ def _interrupted(signum: int, frame: object) -> None:
     raise SystemExit(130)
 
 
+def _usage_error(exc: click.UsageError) -> NoReturn:
+    """A usage error in one line, naming the command and where its help is; exit 2.
+    What the user typed is shown with its control characters escaped."""
+    from specgen.quoting import visible
+
+    path = exc.ctx.command_path if exc.ctx is not None else "specgen"
+    message = exc.format_message().rstrip(".")
+    click.echo(visible(f"{path}: {message} (see {path} -h)"), err=True)
+    sys.exit(exc.exit_code)
+
+
 def main() -> None:
     """Console entry point: a last guard so even a bug prints one line, not a traceback.
 
@@ -732,7 +743,17 @@ def main() -> None:
     signal.signal(signal.SIGINT, _interrupted)
     one_shot = one_shot_without_gc(sys.argv[1:], cli.commands)
     try:
-        cli.main(prog_name="specgen")
+        # Not standalone: click's own report of a usage error is four lines.
+        status = cli.main(prog_name="specgen", standalone_mode=False)
+        sys.exit(status if isinstance(status, int) else 0)
+    except click.UsageError as exc:
+        _usage_error(exc)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        click.echo("specgen: aborted", err=True)
+        sys.exit(1)
     except SystemExit as exc:
         if one_shot:
             record_exit(exc.code)

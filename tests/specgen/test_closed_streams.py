@@ -74,3 +74,35 @@ def test_a_run_with_stdout_closed_still_ends_with_its_audit_line(tmp_path: Path)
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stderr.splitlines()[-1].startswith('specgen: audit: {"profile":"agent-memory"')
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["build"], "specgen build: Missing argument 'SPEC' (see specgen build -h)"),
+        (["nosuch"], "specgen: No such command 'nosuch' (see specgen -h)"),
+        (
+            ["build", str(DOC), "-q", "-v"],
+            "specgen build: --quiet and --verbose go separately (see specgen build -h)",
+        ),
+        (
+            ["emit", "allow", str(DOC), "--global", "\x1b[31mred"],
+            "specgen emit: Invalid value for '--global': \"\\x1b[31mred\" is not a JS"
+            " identifier ([A-Za-z_$][A-Za-z0-9_$]*) (see specgen emit -h)",
+        ),
+        (["run"], "specgen run: Missing argument 'CODE.js...' (see specgen run -h)"),
+    ],
+)
+def test_a_usage_error_is_one_line_and_exit_2(args: list[str], line: str) -> None:
+    done = subprocess.run(
+        [str(SPECGEN), *args], capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr == line + "\n"
+
+
+def test_help_and_version_still_print_and_exit_0() -> None:
+    for args in (["--help"], ["--version"], ["build", "-h"]):
+        done = subprocess.run([str(SPECGEN), *args], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and done.stdout and done.stderr == "", args
