@@ -14,7 +14,6 @@ draft is plain data here and the tests prove the loader accepts it.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 import re
@@ -29,6 +28,7 @@ import orjson
 from specgen.allow import AllowEntry, AllowError, entry_json, header_forbidden, parse_entry
 from specgen.errors import SpecError
 from specgen.files import read_input
+from specgen.origins import is_loopback, read_alike_by_httpx
 from specgen.params import Parameter
 from specgen.quoting import go_quote
 from specgen.routes import Route, route_error
@@ -79,7 +79,7 @@ def _origin(doc: dict[str, Any], server: str | None) -> tuple[str, list[str]]:
         if parts.scheme in ("http", "https") and parts.hostname and "{" not in parts.netloc:
             origin = f"{parts.scheme}://{parts.netloc.rsplit('@', 1)[-1]}"
             notes = []
-            if parts.scheme == "http" and not _loopback(parts.hostname):
+            if parts.scheme == "http" and not is_loopback(parts.hostname):
                 notes.append(
                     f"base_url {go_quote(origin)} is plain http; the loader accepts http only for "
                     "a loopback host, so change it to the API's https origin"
@@ -354,46 +354,21 @@ def _check_origin(flag: str, origin: str, *, any_port: bool = False) -> None:
         or "?" in origin
         or "#" in origin
         or any(ord(ch) < 0x21 or ord(ch) == 0x7F for ch in origin)
-        or not _sent_as_written(host_part, parts.hostname)
+        or not read_alike_by_httpx(host_part, parts.hostname, parts.port)
     ):
         shape = "http(s)://host[:port]"
         if any_port:
             shape += ", or http://127.0.0.1:* for any port of a loopback host"
         raise SpecError(f"specgen: {flag} {go_quote(origin)}: an origin ({shape})")
-    if origin.endswith(":*") and any_port and not _loopback(parts.hostname):
+    if origin.endswith(":*") and any_port and not is_loopback(parts.hostname):
         raise SpecError(
             f"specgen: {flag} {go_quote(origin)}: port * is allowed only for a loopback host"
         )
-    if parts.scheme == "http" and not _loopback(parts.hostname):
+    if parts.scheme == "http" and not is_loopback(parts.hostname):
         raise SpecError(
             f"specgen: {flag} {go_quote(origin)}: plain http is allowed only for a loopback "
             "host; use the API's https origin"
         )
-
-
-def _sent_as_written(url: str, hostname: str) -> bool:
-    """Does httpx, which the broker sends with, read the host urlsplit read? A name it
-    cannot encode (a bad IDNA label such as `xn--a`) or reads otherwise is refused by
-    the loader, so it is refused here too."""
-    import httpx  # only a draft with an origin given asks; building never does
-
-    try:
-        parsed = httpx.URL(url)
-        _ = parsed.host  # decodes IDNA labels: a bad one raises here
-        raw = parsed.raw_host.decode("ascii").lower()
-    except Exception:
-        return False
-    return not hostname.isascii() or raw == hostname.lower()
-
-
-def _loopback(host: str) -> bool:
-    """A loopback host as the loader counts one: `localhost` or a loopback address."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _user_agent_note(base_url: str) -> str | None:

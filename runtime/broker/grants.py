@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import errno
 import functools
-import ipaddress
 import json
 import os
 import re
@@ -48,6 +47,7 @@ from specgen.allow import (
     response_header_patterns,
 )
 from specgen.files import read_limited, read_regular
+from specgen.origins import is_loopback, read_alike_by_httpx
 from specgen.route_index import RouteIndex
 from specgen.routes import (
     GRANT_METHODS,
@@ -551,7 +551,7 @@ def _overrides(body: dict[str, Any]) -> tuple[str, ...]:
         err = base_url_error(concrete)
         if err is not None:
             raise _ProfileFault(f"base_url_overrides {_quote(entry)}: {err.split(': ', 1)[1]}")
-        if any_port and not _is_loopback(urlsplit(concrete).hostname or ""):
+        if any_port and not is_loopback(urlsplit(concrete).hostname or ""):
             raise _ProfileFault(
                 f"base_url_overrides {_quote(entry)}: port {_ANY_PORT} is allowed only "
                 "for a loopback host"
@@ -746,12 +746,12 @@ def base_url_error(url: str) -> str | None:
         _ = parts.port
     except ValueError:
         return f"host-api grant: BaseURL {_quote(url)} is not a valid URL with a host"
-    if not parts.hostname or not _same_origin_for_httpx(url, parts.hostname, parts.port):
+    if not parts.hostname or not read_alike_by_httpx(url, parts.hostname, parts.port):
         return f"host-api grant: BaseURL {_quote(url)} is not a valid URL with a host"
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https"):
         return "host-api grant: BaseURL scheme must be http or https"
-    if scheme == "http" and not _is_loopback(parts.hostname):
+    if scheme == "http" and not is_loopback(parts.hostname):
         return "host-api grant: non-loopback BaseURL must use https"
     if (
         "@" in parts.netloc
@@ -765,34 +765,6 @@ def base_url_error(url: str) -> str | None:
             "host-api grant: BaseURL must be an origin only (scheme and host, with optional port)"
         )
     return None
-
-
-def _same_origin_for_httpx(url: str, hostname: str, port: int | None) -> bool:
-    """Does httpx, which the broker sends with, read the same host and port as urlsplit,
-    which the rules above were checked on? A URL the two parse differently (or httpx
-    cannot parse at all, e.g. a bad IDNA label) is refused here, not when a run starts."""
-    import httpx  # the broker's HTTP stack; imported here to keep grant loading light
-
-    try:
-        parsed = httpx.URL(url)
-        _ = parsed.host  # decodes IDNA labels: a bad one raises here
-        raw_host = parsed.raw_host.decode("ascii").lower()
-        parsed_port = parsed.port
-    except Exception:
-        return False
-    if hostname.isascii() and raw_host != hostname.lower():
-        return False  # a non-ASCII name is IDNA-encoded by httpx; loopback names are ASCII
-    default = {"http": 80, "https": 443}.get(parsed.scheme)
-    return (parsed_port or default) == (port or default)
-
-
-def _is_loopback(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _utf8(s: str) -> bool:
