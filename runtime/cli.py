@@ -99,6 +99,18 @@ T = TypeVar("T")
 ISOLATION_TIERS = ("process", "worker", "gvisor")
 
 
+def _interruptible(command: Callable[..., None]) -> Callable[..., None]:
+    """`command` with Ctrl-C handled for its whole length (`_Interrupt`), given to it as
+    its `interrupt` argument."""
+
+    @functools.wraps(command)
+    def with_interrupt(*args: Any, **kwargs: Any) -> None:
+        with _Interrupt() as interrupt:
+            command(*args, interrupt=interrupt, **kwargs)
+
+    return with_interrupt
+
+
 def isolation_option(help_text: str) -> Callable[[F], F]:
     """`--isolation process|worker|gvisor` as `specgen run` and `specgen mcp` take it."""
     return click.option(
@@ -248,6 +260,7 @@ def _refusals(func: F) -> F:
 )
 @quota_store_option
 @_refusals
+@_interruptible
 def run(
     code_args: tuple[Path, ...],
     grants_file: Path,
@@ -262,35 +275,14 @@ def run(
     workers: int | None,
     isolation: str | None,
     quota_store: str | None,
+    *,
+    interrupt: _Interrupt,
 ) -> None:
     """Run CODE.js in a fresh sandbox with the profile's client and preamble.
 
     Several files, a directory (its *.js files) or a quoted glob pattern run as a batch:
     each file in its own fresh sandbox, on --workers processes, reported in input order.
     """
-    with _Interrupt() as interrupt:
-        _run(
-            interrupt, code_args, grants_file, profile_names, caller, base_urls, trace_id,
-            timeout_s, memory_mb, as_json, approve, workers, isolation, quota_store,
-        )  # fmt: skip
-
-
-def _run(
-    interrupt: _Interrupt,
-    code_args: tuple[Path, ...],
-    grants_file: Path,
-    profile_names: tuple[str, ...],
-    caller: str,
-    base_urls: tuple[str, ...],
-    trace_id: str | None,
-    timeout_s: float,
-    memory_mb: int,
-    as_json: bool,
-    approve: tuple[str, ...],
-    workers: int | None,
-    isolation: str | None,
-    quota_store: str | None,
-) -> None:
     use_quota_store(quota_store)
     files, batch = _code_files(code_args)
     codes = [_read_code(path) for path in files]
