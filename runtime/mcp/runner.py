@@ -103,9 +103,11 @@ class _Runs:
 
         `approver` asks a person about the calls the grant holds (with a pool, from the
         dispatching thread, on the worker's behalf); without one they are refused."""
+        queued = self.submit(code, trace_id, caller, approver)
+        if queued is not None:
+            return queued.result()
         who = self._who(caller)
-        run = self._pool.run if self._pool is not None else run_profile
-        outcome = run(
+        outcome = run_profile(
             code,
             self._sent,
             caller=who,
