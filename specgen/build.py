@@ -104,8 +104,17 @@ def run(
         warnings=(server_note,) if server_note else (),
     )
     types = generate_types(source.doc, gen, prefix)
+    if types.dangling:
+        gen = gen._replace(warnings=gen.warnings + tuple(map(_dangling_warning, types.dangling)))
     files = artifacts(gen, types) if render_files else {}
     return Result(source=source, gen=gen, files=files, types=types)
+
+
+def _dangling_warning(ref: str) -> str:
+    return (
+        f"$ref {go_quote(ref)} points nowhere in the document, so what uses it is typed "
+        "unknown (specgen validate reports where)"
+    )
 
 
 def write(result: Result, outdir: Path) -> list[str]:

@@ -218,6 +218,10 @@ class TypeSet(NamedTuple):
     operations: tuple[OperationTypes, ...]
     declarations: tuple[Declaration, ...]
     fallbacks: int
+    #: Local `$ref`s the types needed that point nowhere in the document, sorted: each
+    #: typed `unknown` where used. The structural validation a build runs does not
+    #: follow references, so without these a broken one would build without a word.
+    dangling: tuple[str, ...] = ()
 
     def closure(self, refs: tuple[str, ...], limit: int = 60) -> tuple[list[Declaration], int]:
         """The declarations `refs` reach, breadth first; (shown, how many more were cut)."""
@@ -771,4 +775,5 @@ def generate(doc: dict[str, Any], gen: Generated, prefix: str = "") -> TypeSet:
         ops.append(builder.operation(op, raw_op, path_item))
     declarations = builder.conv.drain()
     fallbacks = sum(o.fallbacks for o in ops) + builder.conv.fallbacks
-    return TypeSet(tuple(ops), tuple(declarations), fallbacks)
+    dangling = sorted("#" + f for f, found in builder.conv.targets.items() if found is MISSING)
+    return TypeSet(tuple(ops), tuple(declarations), fallbacks, tuple(dangling))

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
-from specgen import typescript
+from specgen import build, typescript
 from specgen.operations import generate
 from specgen.render import artifacts
 
@@ -319,3 +321,42 @@ def test_a_parameter_location_in_another_case_keeps_its_type() -> None:
     assert 'a(options?: { limit?: number; group?: number; "X-N"?: number })' in text
     assert '* query parameter "limit"?: number (in options): max' in text
     assert '* query parameter "group"?: number (in options): g' in text
+
+
+def test_a_reference_that_points_nowhere_is_named_where_a_build_warns() -> None:
+    """Structural validation does not follow references, so a broken one must be said by
+    the types that needed it, once per reference, sorted, and as a build warning."""
+    node = {"type": "object", "properties": {"gone": {"$ref": "#/components/schemas/Gone"}}}
+    doc = _doc(
+        {"Node": node},
+        body={"$ref": "#/components/schemas/Missing"},
+        response={
+            "type": "array",
+            "items": {"oneOf": [{"$ref": "#/components/schemas/Node"}, {"$ref": "#/nowhere/x"}]},
+        },
+    )
+    types = _types(doc)
+    assert types.dangling == (
+        "#/components/schemas/Gone",
+        "#/components/schemas/Missing",
+        "#/nowhere/x",
+    )
+    assert _types(_doc({"Node": {"type": "string"}}, response=node)).dangling == (
+        "#/components/schemas/Gone",
+    )
+    assert _types(_doc({"Gone": {}}, response=node)).dangling == ()
+
+
+def test_a_build_warns_of_each_reference_that_points_nowhere(tmp_path: Path) -> None:
+    doc = _doc({}, response={"$ref": "#/components/schemas/Missing"})
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps(doc))
+    result = build.run(str(spec), build.Options())
+    assert any(
+        '$ref "#/components/schemas/Missing" points nowhere' in line for line in result.notes()
+    )
+    doc["components"]["schemas"]["Missing"] = {"type": "string"}
+    spec.write_text(json.dumps(doc))
+    assert not any(
+        "points nowhere" in line for line in build.run(str(spec), build.Options()).notes()
+    )
