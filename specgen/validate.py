@@ -305,6 +305,8 @@ def _semantic_lines(doc: dict, source: str, family: str) -> list[str]:
     report takes the structural part from `structural_errors`, whose messages are short
     and carry a pointer, and asks the library only for the rest.
     """
+    from referencing.exceptions import Unresolvable  # the full report's import, not a build's
+
     lines: list[str] = []
     validator = _spec_validator_class(family)(doc, base_uri="")
     errors = validator.root_validator(validator.schema_path)
@@ -316,6 +318,9 @@ def _semantic_lines(doc: dict, source: str, family: str) -> list[str]:
         except RecursionError:
             lines.append(f"specgen: {source}: validation stopped: the document nests too deeply")
             break
+        except Unresolvable as exc:
+            lines.append(f"specgen: {source}: {_unresolvable_line(exc)} (validation stopped there)")
+            break
         except Exception as exc:  # the library trips over some malformed documents
             lines.append(
                 f"specgen: {source}: validation stopped: {type(exc).__name__}: {one_line(str(exc))}"
@@ -323,6 +328,17 @@ def _semantic_lines(doc: dict, source: str, family: str) -> list[str]:
             break
         lines.append(f"specgen: {source}: {one_line(getattr(err, 'message', None) or str(err))}")
     return lines
+
+
+def _unresolvable_line(exc: Any) -> str:
+    """What a reference the validator could not follow is, in a line. Not the exception's
+    own text: a missing pointer's repeats the whole document (for a large one, megabytes
+    of repr to build, then cut)."""
+    from referencing.exceptions import PointerToNowhere
+
+    if isinstance(exc, PointerToNowhere):  # its ref is the fragment, as the document wrote it
+        return f"$ref {go_quote('#' + exc.ref)} points nowhere in the document"
+    return f"$ref {go_quote(exc.ref)} cannot be followed (only references inside the document are)"
 
 
 _HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace", "query")

@@ -387,3 +387,21 @@ def test_the_validate_command_lists_the_report_and_exits_1(tmp_path: Any) -> Non
         line.replace(": nit: ", ": warning: ", 1) for line in full_report(doc, str(dirty))
     ]
     assert len(result.stdout.splitlines()) == 2
+
+
+@pytest.mark.parametrize("version", ["3.0.3", "3.1.0"])
+def test_a_reference_that_cannot_be_followed_is_named_in_a_short_line(version: str) -> None:
+    """The resolver's own text for a missing pointer repeats the whole document; the
+    report names the reference instead, however large the document is."""
+    doc = minimal(version)
+    del doc["components"]["schemas"]["Pet"]
+    doc["components"]["schemas"]["Filler"] = {"description": "x" * 100_000}
+    (line,) = full_report(doc, "x.json")
+    assert line == (
+        'specgen: x.json: $ref "#/components/schemas/Pet" points nowhere in the document'
+        " (validation stopped there)"
+    )
+    doc["components"]["schemas"]["Pet"] = {"$ref": "other.json#/Pet"}
+    (line,) = full_report(doc, "x.json")
+    assert '$ref "other.json#/Pet" cannot be followed' in line
+    assert len(line) < 200
