@@ -26,6 +26,7 @@ from __future__ import annotations
 import sys
 from typing import IO
 
+from specgen.quoting import capped
 from specgen.routes import is_control
 
 #: The exit code of every refusal: refused input, before or instead of a run.
@@ -47,9 +48,10 @@ class Refusal(Exception):
 
     @property
     def line(self) -> str:
-        """The message as one line (a lower layer's text may carry more)."""
+        """The message as one line (a lower layer's text may carry more), its middle cut
+        when it quotes something very long (`specgen.quoting.capped`)."""
         message = str(self)
-        return message.splitlines()[0] if message else message
+        return capped(message.splitlines()[0]) if message else message
 
     def show(self, file: IO[str] | None = None) -> None:
         """Print `specgen: <line>` on stderr (or `file`)."""

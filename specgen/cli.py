@@ -446,7 +446,7 @@ def check(
 
     options = _options(global_name, server, strict, no_validate)
     folder = _given_path(outdir, "OUTDIR", _FOLDER)
-    if folder is not None and not folder.is_dir():
+    if folder is not None and not _is_dir(folder):
         what = "is not a directory" if folder.exists() else "does not exist"
         raise SpecError(
             f"specgen: {folder} {what}; write it with: {regenerate_command(spec, str(folder), options)}"
@@ -477,6 +477,15 @@ def check(
     if failed:
         sys.exit(1)
     click.echo("specgen: up to date", err=True)
+
+
+def _is_dir(folder: Path) -> bool:
+    """Whether `folder` is a directory; a path the system cannot even look up (a name
+    too long, a loop of links) is refused in one line, like any unreadable input."""
+    try:
+        return folder.is_dir()
+    except OSError as exc:
+        raise SpecError(f"specgen: {folder}: cannot read: {exc.strerror or exc}") from None
 
 
 @cli.group()
@@ -726,11 +735,11 @@ def _interrupted(signum: int, frame: object) -> None:
 def _usage_error(exc: click.UsageError) -> NoReturn:
     """A usage error in one line, naming the command and where its help is; exit 2.
     What the user typed is shown with its control characters escaped."""
-    from specgen.quoting import visible
+    from specgen.quoting import capped, visible
 
     path = exc.ctx.command_path if exc.ctx is not None else "specgen"
     message = exc.format_message().rstrip(".")
-    click.echo(visible(f"{path}: {message} (see {path} -h)"), err=True)
+    click.echo(capped(visible(f"{path}: {message} (see {path} -h)")), err=True)
     sys.exit(exc.exit_code)
 
 
@@ -764,7 +773,10 @@ def main() -> None:
             sys.exit(1)
         if os.environ.get("SPECGEN_DEBUG"):
             raise
-        click.echo(f"specgen: internal error: {type(exc).__name__}: {exc}", err=True)
+        from specgen.quoting import capped, visible
+
+        line = visible(f"specgen: internal error: {type(exc).__name__}: {exc}".splitlines()[0])
+        click.echo(capped(line), err=True)
         sys.exit(1)
 
 

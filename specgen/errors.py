@@ -6,7 +6,7 @@ and exits 1, so a user never sees a traceback for bad input.
 
 from __future__ import annotations
 
-from specgen.quoting import visible
+from specgen.quoting import capped, visible
 
 
 class SpecError(Exception):
@@ -21,5 +21,5 @@ class SpecError(Exception):
     """
 
     def __init__(self, message: str, notes: tuple[str, ...] = ()) -> None:
-        super().__init__(visible(message.splitlines()[0]) if message else message)
-        self.notes = tuple(visible(note) for note in notes)
+        super().__init__(capped(visible(message.splitlines()[0])) if message else message)
+        self.notes = tuple(capped(visible(note)) for note in notes)

@@ -224,3 +224,18 @@ def fold_line(value: str) -> str:
 
 #: The ASCII controls (C0 and DEL: category Cc below 0x80) as spaces.
 _ASCII_CONTROL_TO_SPACE = bytes.maketrans(bytes([*range(0x20), 0x7F]), b" " * 0x21)
+
+
+#: Longest refusal line a command prints. Messages quote what they refuse, and a value
+#: can be any length (a 10,000-character option, a document's name); past this the
+#: middle of the line is cut, as its start names the input and its end says the rule.
+LINE_LIMIT = 600
+
+
+def capped(line: str, limit: int = LINE_LIMIT) -> str:
+    """`line`, its middle replaced by ` ... (N characters) ... ` when over `limit`."""
+    if len(line) <= limit:
+        return line
+    head = limit * 2 // 3
+    tail = limit // 4
+    return f"{line[:head]} ... ({len(line) - head - tail:,} characters cut) ... {line[-tail:]}"

@@ -24,6 +24,7 @@ from runtime import RunPool
 from runtime.cli import isolation_option, quota_store_option, workers_option
 from specgen import streams
 from specgen.errors import SpecError
+from specgen.quoting import capped
 
 #: How long leaving after Ctrl-C waits for parked runs' records, and for the exporters.
 _LEAVE_WAIT_S = 5.0
@@ -63,7 +64,7 @@ def _leave(status: int, line: str, audit: AuditLog) -> NoReturn:
 
 
 def _refuse(message: str) -> NoReturn:
-    line = message.splitlines()[0] if message else message
+    line = capped(message.splitlines()[0]) if message else message
     click.echo(line if line.startswith("specgen:") else f"specgen: {line}", err=True)
     sys.exit(1)
 
