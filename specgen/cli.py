@@ -205,9 +205,29 @@ PLUGIN_SUMMARIES = {
 }
 
 
-class SpecgenGroup(click.Group):
-    """A group that also lists the commands other installed packages register."""
+class CommandGroup(click.Group):
+    """A group that names the subcommand in a usage error click raises without one."""
 
+    #: Its subgroups (`grant`) are one too.
+    group_class = type
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as exc:
+            # click's parser raises an option's missing value with no context, so the
+            # line would name `specgen` and its help; the subcommand being parsed is known
+            name = ctx.invoked_subcommand
+            command = self.get_command(ctx, name) if exc.ctx is None and name else None
+            if command is not None:
+                exc.ctx = click.Context(command, info_name=name, parent=ctx)
+            raise
+
+
+class SpecgenGroup(CommandGroup):
+    """The top group, which also lists the commands other installed packages register."""
+
+    group_class = CommandGroup
     _listing = False
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -732,6 +752,11 @@ def _interrupted(signum: int, frame: object) -> None:
     raise SystemExit(130)
 
 
+#: What click (8.2 on) raises for a group given no command: a "usage error" whose text is
+#: the group's help, which is shown as help, not folded into an error line.
+_NO_ARGS_IS_HELP: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
 def _usage_error(exc: click.UsageError) -> NoReturn:
     """A usage error in one line, naming the command and where its help is; exit 2.
     What the user typed is shown with its control characters escaped."""
@@ -755,6 +780,9 @@ def main() -> None:
         # Not standalone: click's own report of a usage error is four lines.
         status = cli.main(prog_name="specgen", standalone_mode=False)
         sys.exit(status if isinstance(status, int) else 0)
+    except _NO_ARGS_IS_HELP as exc:  # `specgen` or `specgen grant` alone: its help, whole
+        exc.show()
+        sys.exit(exc.exit_code)
     except click.UsageError as exc:
         _usage_error(exc)
     except click.ClickException as exc:

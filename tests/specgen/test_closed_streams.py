@@ -91,6 +91,16 @@ def test_a_run_with_stdout_closed_still_ends_with_its_audit_line(tmp_path: Path)
             " identifier ([A-Za-z_$][A-Za-z0-9_$]*) (see specgen emit -h)",
         ),
         (["run"], "specgen run: Missing argument 'CODE.js...' (see specgen run -h)"),
+        # click raises an option's missing value with no context of its own
+        (
+            ["run", "--grants"],
+            "specgen run: Option '--grants' requires an argument (see specgen run -h)",
+        ),
+        (
+            ["grant", "init", "--profile"],
+            "specgen grant init: Option '--profile' requires an argument"
+            " (see specgen grant init -h)",
+        ),
     ],
 )
 def test_a_usage_error_is_one_line_and_exit_2(args: list[str], line: str) -> None:
@@ -100,6 +110,27 @@ def test_a_usage_error_is_one_line_and_exit_2(args: list[str], line: str) -> Non
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr == line + "\n"
+
+
+@pytest.mark.parametrize("group", [[], ["grant"]])
+def test_a_group_given_no_command_shows_its_whole_help(group: list[str]) -> None:
+    """Not a usage error folded into one line with its line breaks escaped: the help,
+    as `-h` prints it, with click's exit 2 for a command line that did nothing."""
+    done = subprocess.run([str(SPECGEN), *group], capture_output=True, text=True, timeout=60)
+    shown = subprocess.run([str(SPECGEN), *group, "-h"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr == shown.stdout
+    assert done.stderr.startswith(f"Usage: specgen {' '.join(group)}".rstrip() + " [OPTIONS]")
+    assert "\\x0a" not in done.stderr
+
+
+def test_a_subgroup_lists_its_own_commands_only() -> None:
+    """The installed plug-in commands (run, mcp) belong to the top group alone."""
+    shown = subprocess.run([str(SPECGEN), "grant", "-h"], capture_output=True, text=True)
+    listed = shown.stdout.split("Commands:")[1].split()
+    assert "init" in listed and "schema" in listed
+    assert "run" not in listed and "mcp" not in listed
 
 
 def test_help_and_version_still_print_and_exit_0() -> None:
