@@ -45,6 +45,7 @@ from mcp.types import (
     JSONRPCRequest,
     JSONRPCResponse,
 )
+from pydantic import ValidationError
 from starlette.requests import Request
 
 #: Bytes of one JSON-RPC message (an HTTP body, a stdin line): room for an execute's
@@ -62,6 +63,7 @@ SESSION_IDLE_S = 300.0
 MAX_SESSIONS = 256
 
 INVALID_REQUEST = -32600
+PARSE_ERROR = -32700
 #: The notification `BoundedStdin` yields in place of a line it skipped; `guard_streams`
 #: answers it with an error (a client that sends it itself just gets that error too).
 _TOO_LONG = "notifications/plimsoll/line_too_long"
@@ -78,10 +80,27 @@ def _key(request_id: str | int) -> str:
     return str(coerce_request_id(request_id))
 
 
-def _error(request_id: str | int | None, message: str) -> JSONRPCError:
-    return JSONRPCError(
-        jsonrpc="2.0", id=request_id, error=ErrorData(code=INVALID_REQUEST, message=message)
-    )
+def _error(request_id: str | int | None, message: str, code: int = INVALID_REQUEST) -> JSONRPCError:
+    return JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message))
+
+
+def _unreadable(exc: Exception) -> JSONRPCError | None:
+    """The answer JSON-RPC 2.0 gives a line the SDK's stdio transport could not read as a
+    message (it hands the server the exception, which drops it, so a client that sent a
+    request in a bad shape waited for ever): a parse error for what is not JSON; an
+    invalid request for JSON that is not a message, with its id when it has a usable one
+    and a method (none for a broken response: responses are never answered)."""
+    if not isinstance(exc, ValidationError):
+        return None
+    problems = exc.errors()
+    if any(p["type"] == "json_invalid" for p in problems):
+        return _error(None, "not JSON", PARSE_ERROR)
+    sent = next((p["input"] for p in problems if isinstance(p.get("input"), dict)), None)
+    if isinstance(sent, dict) and "method" not in sent and ("result" in sent or "error" in sent):
+        return None
+    raw = sent.get("id") if isinstance(sent, dict) else None
+    request_id = raw if isinstance(raw, str | int) and not isinstance(raw, bool) else None
+    return _error(request_id, "not a JSON-RPC 2.0 message MCP knows")
 
 
 class InFlight:
@@ -197,7 +216,7 @@ async def guard_streams(
 
 def _refusal(item: SessionMessage | Exception, in_flight: InFlight) -> JSONRPCError | None:
     if isinstance(item, Exception):
-        return None
+        return _unreadable(item)
     message = item.message
     if isinstance(message, JSONRPCNotification) and message.method == _TOO_LONG:
         raw = (message.params or {}).get("id")

@@ -622,6 +622,33 @@ def test_an_overlong_stdin_line_is_skipped_in_bounded_memory_and_answered(
     assert grew_mib < 48, f"the server grew {grew_mib:.0f} MiB reading a 96 MiB line"
 
 
+def test_a_line_that_is_not_a_message_is_answered_as_json_rpc_says(
+    fake: FakeAgentMemory,
+) -> None:
+    """JSON-RPC 2.0: a parse error for what is not JSON, an invalid request (with the
+    request's id when it has one) for JSON that is not a message; a broken response is
+    not answered; and the session goes on. The SDK dropped all of them unanswered."""
+    with stdio_server(fake) as proc:
+        _send(proc, INIT)
+        _receive(proc)
+        _send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        proc.write(b"garbage\n")
+        assert _receive(proc) == {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {"code": guard.PARSE_ERROR, "message": "not JSON"},
+        }
+        _send(proc, {"jsonrpc": "2.0", "id": 7, "method": 5})
+        invalid = _receive(proc)
+        assert invalid["id"] == 7 and invalid["error"]["code"] == guard.INVALID_REQUEST
+        proc.write(b"[1, 2]\n")
+        invalid = _receive(proc)
+        assert invalid["id"] is None and invalid["error"]["code"] == guard.INVALID_REQUEST
+        _send(proc, {"jsonrpc": "2.0", "id": True, "error": "x"})  # a broken response
+        _send(proc, {"jsonrpc": "2.0", "id": 8, "method": "ping"})
+        assert _receive(proc) == {"jsonrpc": "2.0", "id": 8, "result": {}}
+
+
 def test_a_reused_id_on_stdio_is_refused_and_the_first_is_answered(
     fake: FakeAgentMemory,
 ) -> None:
