@@ -106,6 +106,18 @@ def write_sealed(path: Path, body: bytes) -> None:
         pass
 
 
+def keep_newest(folder: Path, pattern: str, count: int) -> None:
+    """Remove all but the `count` most recently written entries matching `pattern`:
+    entries keyed by a path (a checkout, a document in a temporary folder) would
+    otherwise stay for every path there ever was. Best effort, as writing is."""
+    try:
+        entries = [(p.lstat().st_mtime_ns, p) for p in folder.glob(pattern)]
+        for _, old in sorted(entries, reverse=True)[count:]:
+            old.unlink(missing_ok=True)
+    except OSError:
+        pass  # another process removed it first, or the folder went: nothing to do
+
+
 def _mac(key: bytes, name: str, body: bytes) -> bytes:
     return hmac.digest(key, name.encode("utf-8", "surrogateescape") + b"\0" + body, "sha256")
 

@@ -12,7 +12,8 @@ the user as it may be, is never unpickled. An
 entry's name covers the template's name and file, Jinja2's and Python's versions and
 every environment setting that changes compiled code; Jinja2 itself keeps the SHA-1 of
 the template's source inside it and recompiles when the source changed. Anything
-missing, stale or untrusted costs a compile, never a failure.
+missing, stale or untrusted costs a compile, never a failure; the MAX_ENTRIES most
+recently written entries are kept.
 """
 
 from __future__ import annotations
@@ -23,7 +24,12 @@ from pathlib import Path
 
 import jinja2
 
-from specgen.cache_dir import cache_dir, read_sealed, write_sealed
+from specgen.cache_dir import cache_dir, keep_newest, read_sealed, write_sealed
+
+#: Entries kept, the most recently written: an entry's name covers the template's file,
+#: so every checkout (a clone per CI run) writes its own set of them, and a user's cache
+#: folder held hundreds. Room for the templates of a few checkouts at once.
+MAX_ENTRIES = 64
 
 
 class TemplateCache(jinja2.BytecodeCache):
@@ -67,4 +73,6 @@ class TemplateCache(jinja2.BytecodeCache):
         bucket.bytecode_from_string(body)  # stale source or versions: bucket stays empty
 
     def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-        write_sealed(self._path(bucket), bucket.bytecode_to_string())
+        path = self._path(bucket)
+        write_sealed(path, bucket.bytecode_to_string())
+        keep_newest(path.parent, "jinja-*.bin", MAX_ENTRIES)

@@ -34,7 +34,7 @@ from functools import cache
 from pathlib import Path
 from typing import NamedTuple
 
-from specgen.cache_dir import cache_dir, read_sealed, write_sealed
+from specgen.cache_dir import cache_dir, keep_newest, read_sealed, write_sealed
 
 #: Bumped when what an entry holds changes shape in a way the code hash cannot see.
 FORMAT = b"mcp-start-1"
@@ -169,16 +169,4 @@ def store(slot: Slot, value: object) -> None:
     except Exception:  # nothing kept: the next start derives, as this one did
         return
     write_sealed(slot.path, body)
-    _forget_oldest(slot.path.parent)
-
-
-def _forget_oldest(folder: Path) -> None:
-    """Remove all but the MAX_ENTRIES most recently written entries: a document that
-    moves (a temporary folder each time, as tests use) would otherwise leave one
-    behind at every path it had."""
-    try:
-        entries = [(p.lstat().st_mtime_ns, p) for p in folder.glob("mcp-start-*.bin")]
-        for _, old in sorted(entries, reverse=True)[MAX_ENTRIES:]:
-            old.unlink(missing_ok=True)
-    except OSError:
-        pass  # another start removed it first, or the folder went: nothing to do
+    keep_newest(slot.path.parent, "mcp-start-*.bin", MAX_ENTRIES)

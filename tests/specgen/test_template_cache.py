@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +85,31 @@ def test_an_edited_template_is_compiled_again(
     (templates / "t.j2").write_text("edited {{ name }}\n")
     assert _render(templates, cache, monkeypatch) == ("edited x\n", 1)
     assert _render(templates, cache, monkeypatch) == ("edited x\n", 0)
+
+
+def test_the_folder_keeps_only_the_newest_entries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An entry's name covers the template's file, so every checkout writes its own; the
+    folder keeps the most recently written MAX_ENTRIES, and the newest still serve."""
+    from specgen import template_cache
+
+    monkeypatch.setattr(template_cache, "MAX_ENTRIES", 3)
+    cache = tmp_path / "cache"
+    checkouts = []
+    for i in range(5):
+        folder = tmp_path / f"checkout{i}"
+        folder.mkdir()
+        (folder / "t.j2").write_text("{{ name }}\n")
+        checkouts.append(folder)
+        before = set(cache.glob("jinja-*.bin"))
+        assert _render(folder, cache, monkeypatch) == ("x\n", 1)
+        for new in set(cache.glob("jinja-*.bin")) - before:  # file times are coarse: apart
+            os.utime(new, (time.time() - 100 + i, time.time() - 100 + i))
+    assert len(list(cache.glob("jinja-*.bin"))) == 3
+    assert (cache / SECRET_NAME).exists()  # not an entry: never removed
+    assert _render(checkouts[-1], cache, monkeypatch) == ("x\n", 0)
+    assert _render(checkouts[0], cache, monkeypatch) == ("x\n", 1)
 
 
 @pytest.mark.parametrize("who", ["entry", "folder"])
