@@ -66,15 +66,32 @@ class ElicitApprover:
         return anyio.from_thread.run(self._ask, question, timeout_s, token=self._token)
 
     async def _ask(self, question: Question, timeout_s: float) -> Answer | None:
-        with anyio.move_on_after(timeout_s):
+        with anyio.move_on_after(timeout_s) as waiting:
+            _ASKING.add(waiting)
             try:
                 result = await self._ctx.elicit(question.text(), Decision)
             except NoBackChannelError:
                 raise CannotAsk from None
+            finally:
+                _ASKING.discard(waiting)
             if isinstance(result, AcceptedElicitation) and result.data.approve:
                 return Answer.ALWAYS if result.data.whole_run else Answer.YES
             return Answer.NO
         return None
 
 
-__all__ = ["Decision", "ElicitApprover", "can_elicit"]
+#: The questions waiting for a client's answer now, for `end_asking`; each is added and
+#: removed on the event loop's thread, where `end_asking` runs too.
+_ASKING: set[anyio.CancelScope] = set()
+
+
+def end_asking() -> None:
+    """The server is stopping (Ctrl-C): every question waiting for a client ends now
+    unanswered, as at its timeout, so its held call is refused and its run (whose clock
+    was ended too) ends and writes its audit line, instead of waiting out the grant's
+    approval timeout. Call on the event loop."""
+    for waiting in list(_ASKING):
+        waiting.cancel()
+
+
+__all__ = ["Decision", "ElicitApprover", "can_elicit", "end_asking"]

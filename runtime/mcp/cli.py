@@ -515,8 +515,15 @@ def _serve(settings: _Settings) -> None:
     import anyio
 
     if address is None:
+        from runtime.mcp.approval import end_asking
+
+        def interrupt() -> None:
+            """Ctrl-C: the runs' clocks end, and so do questions waiting for the client."""
+            interrupt_runs(grants)
+            end_asking()
+
         try:
-            interrupted = anyio.run(serve_stdio, server, lambda: interrupt_runs(grants))
+            interrupted = anyio.run(serve_stdio, server, interrupt)
         except (KeyboardInterrupt, SystemExit):  # Ctrl-C before serving, or a second one
             interrupt_runs(grants)
             _leave(130, "specgen: interrupted: leaving now", audit)

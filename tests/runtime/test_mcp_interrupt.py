@@ -124,3 +124,65 @@ def test_an_idle_server_leaves_on_ctrl_c_though_its_client_keeps_stdin_open(
     assert status == 130
     assert took < 10
     assert "Aborted" not in err and "Traceback" not in err
+
+
+def test_ctrl_c_ends_a_call_held_on_an_elicitation_the_client_never_answers(
+    api: FakeAPI, tmp_path: Path
+) -> None:
+    """The question is ended unanswered (as at its timeout, which is far away here), so
+    the run ends, its held call never sent and on its audit line, and the server exits."""
+    spec = {
+        "openapi": "3.0.3",
+        "info": {"title": "items", "version": "1"},
+        "servers": [{"url": "http://127.0.0.1"}],
+        "paths": {
+            "/v1/items": {
+                "post": {
+                    "operationId": "createItem",
+                    "requestBody": {"content": {"application/json": {"schema": {}}}},
+                    "responses": {"200": {"description": "ok"}},
+                }
+            }
+        },
+    }
+    profile = {
+        "base_url": api.url,
+        "allowed_callers": [CALLER],
+        "token": {"type": "static", "env": TOKEN_ENV},
+        "allow": [{"route": "POST /v1/items", "approve": True}],
+        "approval_timeout_s": 600,
+    }
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    (tmp_path / "grants.json").write_text(json.dumps({"profiles": {"items": profile}}))
+    proc = subprocess.Popen(
+        [
+            str(SPECGEN), "mcp", "--grants", str(tmp_path / "grants.json"), "--profile",
+            "items", "--caller", CALLER, "--spec", str(tmp_path / "spec.json"),
+            "--workers", "0", "--timeout", "25",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, TOKEN_ENV: TOKEN},
+    )  # fmt: skip
+    assert proc.stdout is not None
+    initialize = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "t", "version": "1"},
+    }
+    _send(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize})
+    assert b'"result"' in proc.stdout.readline()
+    _send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    call = {"name": "execute", "arguments": {"code": 'await host.post("/v1/items", {a: 1});'}}
+    _send(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
+    asked = json.loads(proc.stdout.readline())  # the server's question, never answered
+    assert asked["method"] == "elicitation/create", asked
+    status, took, err = _stopped(proc)
+    assert status == 130, err
+    assert took < 10, "it waited for the approval timeout"
+    [audit] = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    [row] = audit["calls"]
+    assert (row["approval"], row["delivered"], row["status"]) == ("timed_out", False, 0)
+    assert api.requests == []
+    assert "Traceback" not in err
