@@ -28,7 +28,7 @@ import orjson
 from specgen.allow import AllowEntry, AllowError, entry_json, header_forbidden, parse_entry
 from specgen.errors import SpecError
 from specgen.files import read_input
-from specgen.origins import is_loopback, read_alike_by_httpx
+from specgen.origins import ANY_PORT, OriginFault, is_loopback, origin_fault
 from specgen.params import Parameter
 from specgen.quoting import go_quote
 from specgen.routes import Route, route_error
@@ -332,43 +332,21 @@ def _overrides(origins: list[str]) -> list[str]:
 
 
 def _check_origin(flag: str, origin: str, *, any_port: bool = False) -> None:
-    """Refuse, in the words of `flag`, what is plainly not an origin the loader takes:
-    http(s)://host[:port] and nothing after it, plain http only for a loopback host (and,
-    with `any_port`, a loopback host's `:*`). The loader applies base_url's full rules;
-    this keeps a draft from passing `check` and then failing at the first run."""
-    host_part = origin.removesuffix(":*") if any_port else origin
-    try:
-        parts = urlsplit(host_part)
-        _ = parts.port
-    except ValueError:
-        parts = None
-    if (
-        parts is None
-        or parts.scheme not in ("http", "https")
-        or not parts.hostname
-        or parts.path
-        or parts.query
-        or parts.fragment
-        or "@" in parts.netloc
-        or parts.netloc.endswith(":")
-        or "?" in origin
-        or "#" in origin
-        or any(ord(ch) < 0x21 or ord(ch) == 0x7F for ch in origin)
-        or not read_alike_by_httpx(host_part, parts.hostname, parts.port)
-    ):
-        shape = "http(s)://host[:port]"
-        if any_port:
-            shape += ", or http://127.0.0.1:* for any port of a loopback host"
-        raise SpecError(f"specgen: {flag} {go_quote(origin)}: an origin ({shape})")
-    if origin.endswith(":*") and any_port and not is_loopback(parts.hostname):
-        raise SpecError(
-            f"specgen: {flag} {go_quote(origin)}: port * is allowed only for a loopback host"
+    """Refuse, in the words of `flag`, an origin the loader would refuse
+    (`specgen.origins.origin_fault`, the loader's own rule): a draft that passed `check`
+    must not fail at the first run."""
+    fault = origin_fault(origin, any_port=any_port)
+    if fault is None:
+        return
+    if fault is OriginFault.ANY_PORT_NOT_LOOPBACK:
+        why = f"port {ANY_PORT} is allowed only for a loopback host"
+    elif fault is OriginFault.PLAIN_HTTP:
+        why = "plain http is allowed only for a loopback host; use the API's https origin"
+    else:
+        why = "an origin (http(s)://host[:port]" + (
+            ", or http://127.0.0.1:* for any port of a loopback host)" if any_port else ")"
         )
-    if parts.scheme == "http" and not is_loopback(parts.hostname):
-        raise SpecError(
-            f"specgen: {flag} {go_quote(origin)}: plain http is allowed only for a loopback "
-            "host; use the API's https origin"
-        )
+    raise SpecError(f"specgen: {flag} {go_quote(origin)}: {why}")
 
 
 def _user_agent_note(base_url: str) -> str | None:

@@ -47,7 +47,7 @@ from specgen.allow import (
     response_header_patterns,
 )
 from specgen.files import read_limited, read_regular
-from specgen.origins import is_loopback, read_alike_by_httpx
+from specgen.origins import ANY_PORT, OriginFault, encodable, origin_fault
 from specgen.route_index import RouteIndex
 from specgen.routes import (
     GRANT_METHODS,
@@ -96,8 +96,6 @@ _PROFILE_FIELDS = frozenset(
         "quotas",
     }
 )
-#: The port of an override entry that admits any port; loopback hosts only.
-_ANY_PORT = "*"
 
 
 @dataclass(frozen=True)
@@ -204,7 +202,7 @@ class Profile:
     def with_preamble(self, preamble: str) -> Profile:
         """The same grant with another preamble (tests plant a key here to prove the
         confinement checks would find one)."""
-        if not _utf8(preamble):
+        if not encodable(preamble):
             raise GrantsError("host-api grant: Global and Preamble must be valid UTF-8")
         return replace(self, preamble=preamble)
 
@@ -364,7 +362,7 @@ def _build_profile(name: str, body: Any, base_dir: Path, env: Mapping[str, str])
     # Whole-grant validation, in the reference's order.
     if not base_url:
         raise _ProfileFault("host-api grant: BaseURL is required")
-    if not (_utf8(global_name) and _utf8(preamble)):
+    if not (encodable(global_name) and encodable(preamble)):
         raise _ProfileFault("host-api grant: Global and Preamble must be valid UTF-8")
     if not (max_calls == 0 or 1 <= max_calls <= MAX_CALLS_CEILING):
         raise _ProfileFault(
@@ -545,17 +543,15 @@ def _overrides(body: dict[str, Any]) -> tuple[str, ...]:
     origin with port `*` (the example's fake listens on an ephemeral port)."""
     out: list[str] = []
     for entry in _string_list(body, "base_url_overrides"):
-        concrete, any_port = entry, entry.endswith(":" + _ANY_PORT)
-        if any_port:
-            concrete = entry[: -len(_ANY_PORT)] + "1"
-        err = base_url_error(concrete)
-        if err is not None:
-            raise _ProfileFault(f"base_url_overrides {_quote(entry)}: {err.split(': ', 1)[1]}")
-        if any_port and not is_loopback(urlsplit(concrete).hostname or ""):
+        fault = origin_fault(entry, any_port=True)
+        if fault is OriginFault.ANY_PORT_NOT_LOOPBACK:
             raise _ProfileFault(
-                f"base_url_overrides {_quote(entry)}: port {_ANY_PORT} is allowed only "
+                f"base_url_overrides {_quote(entry)}: port {ANY_PORT} is allowed only "
                 "for a loopback host"
             )
+        if fault is not None:
+            said = _BASE_URL_SAYS[fault].format(url=_quote(entry))
+            raise _ProfileFault(f"base_url_overrides {_quote(entry)}: {said.split(': ', 1)[1]}")
         if entry in out:
             raise _ProfileFault(f"base_url_overrides contains duplicate {_quote(entry)}")
         out.append(entry)
@@ -572,8 +568,8 @@ def _origin(url: str) -> tuple[str, str, int | None]:
 
 def _admits(entry: str, url: str) -> bool:
     """Does the override entry (an origin, or a loopback origin with port `*`) admit url?"""
-    if entry.endswith(":" + _ANY_PORT):
-        scheme, host, _ = _origin(entry[: -len(_ANY_PORT)] + "1")
+    if entry.endswith(":" + ANY_PORT):
+        scheme, host, _ = _origin(entry[: -len(ANY_PORT)] + "1")
         want_scheme, want_host, _ = _origin(url)
         return (scheme, host) == (want_scheme, want_host)
     return _origin(entry) == _origin(url)
@@ -644,7 +640,7 @@ def _allow_entries(body: dict[str, Any], key: str = "allow") -> tuple[AllowEntry
 def _check_routes(routes: tuple[Route, ...], prefix: str) -> None:
     seen: set[tuple[str, str]] = set()
     for route in routes:
-        if not (_utf8(route.method) and _utf8(route.path)):
+        if not (encodable(route.method) and encodable(route.path)):
             raise _ProfileFault(f"{prefix}route method and path must be valid UTF-8")
         err = route_error(route.method, route.path, methods=GRANT_METHODS, partial=True)
         if err is not None:
@@ -719,7 +715,7 @@ def _health_check(body: dict[str, Any]) -> Route | None:
 
 
 def _check_health(route: Route) -> None:
-    if not (_utf8(route.method) and _utf8(route.path)):
+    if not (encodable(route.method) and encodable(route.path)):
         raise _ProfileFault("host-api grant: health_check method and path must be valid UTF-8")
     if route.method != "GET":
         raise _ProfileFault(
@@ -735,44 +731,22 @@ def _check_health(route: Route) -> None:
         raise _ProfileFault(f"host-api grant: health_check {_quote(route.path)}: {reason}")
 
 
+#: The loader's words for each origin fault (the reference's texts); `{url}` is quoted.
+_BASE_URL_SAYS = {
+    OriginFault.EMPTY: "host-api grant: BaseURL is required",
+    OriginFault.NOT_A_URL: "host-api grant: BaseURL {url} is not a valid URL with a host",
+    OriginFault.SCHEME: "host-api grant: BaseURL scheme must be http or https",
+    OriginFault.PLAIN_HTTP: "host-api grant: non-loopback BaseURL must use https",
+    OriginFault.NOT_AN_ORIGIN: (
+        "host-api grant: BaseURL must be an origin only (scheme and host, with optional port)"
+    ),
+}
+
+
 def base_url_error(url: str) -> str | None:
     """Why `url` cannot be a grant's base_url (origin only; https unless loopback)."""
-    if not url:
-        return "host-api grant: BaseURL is required"
-    if not _utf8(url) or any(ord(ch) < 0x21 or ord(ch) == 0x7F for ch in url):
-        return f"host-api grant: BaseURL {_quote(url)} is not a valid URL with a host"
-    try:
-        parts = urlsplit(url)
-        _ = parts.port
-    except ValueError:
-        return f"host-api grant: BaseURL {_quote(url)} is not a valid URL with a host"
-    if not parts.hostname or not read_alike_by_httpx(url, parts.hostname, parts.port):
-        return f"host-api grant: BaseURL {_quote(url)} is not a valid URL with a host"
-    scheme = parts.scheme.lower()
-    if scheme not in ("http", "https"):
-        return "host-api grant: BaseURL scheme must be http or https"
-    if scheme == "http" and not is_loopback(parts.hostname):
-        return "host-api grant: non-loopback BaseURL must use https"
-    if (
-        "@" in parts.netloc
-        or parts.path
-        or parts.query
-        or parts.fragment
-        or "?" in url
-        or "#" in url
-    ):
-        return (
-            "host-api grant: BaseURL must be an origin only (scheme and host, with optional port)"
-        )
-    return None
-
-
-def _utf8(s: str) -> bool:
-    try:
-        s.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    fault = origin_fault(url)
+    return None if fault is None else _BASE_URL_SAYS[fault].format(url=_quote(url))
 
 
 def _quote(s: str) -> str:
