@@ -21,6 +21,7 @@ import pytest
 
 from examples.memory_grant.runner import CALLER, GRANTS, PROFILE, TOKEN, TOKEN_ENV
 from tests.runtime.loopback import FakeAPI
+from tests.runtime.test_mcp_approvals import SPEC as ITEMS_SPEC
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "examples/memory_grant/agent-memory.openapi.json"
@@ -131,20 +132,6 @@ def test_ctrl_c_ends_a_call_held_on_an_elicitation_the_client_never_answers(
 ) -> None:
     """The question is ended unanswered (as at its timeout, which is far away here), so
     the run ends, its held call never sent and on its audit line, and the server exits."""
-    spec = {
-        "openapi": "3.0.3",
-        "info": {"title": "items", "version": "1"},
-        "servers": [{"url": "http://127.0.0.1"}],
-        "paths": {
-            "/v1/items": {
-                "post": {
-                    "operationId": "createItem",
-                    "requestBody": {"content": {"application/json": {"schema": {}}}},
-                    "responses": {"200": {"description": "ok"}},
-                }
-            }
-        },
-    }
     profile = {
         "base_url": api.url,
         "allowed_callers": [CALLER],
@@ -152,7 +139,7 @@ def test_ctrl_c_ends_a_call_held_on_an_elicitation_the_client_never_answers(
         "allow": [{"route": "POST /v1/items", "approve": True}],
         "approval_timeout_s": 600,
     }
-    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    (tmp_path / "spec.json").write_text(json.dumps(ITEMS_SPEC))
     (tmp_path / "grants.json").write_text(json.dumps({"profiles": {"items": profile}}))
     proc = subprocess.Popen(
         [
