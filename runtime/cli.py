@@ -149,6 +149,19 @@ def use_quota_store(url: str | None) -> None:
     os.environ[QUOTA_STORE_ENV] = url
 
 
+def limits_error(timeout_s: float, memory_mb: int) -> str | None:
+    """Why `--timeout` or `--memory-mb` cannot be a run's limit, for `specgen run` and
+    `specgen mcp` alike (the server refuses it before it starts, not at each execute)."""
+    if not 0 < timeout_s <= 30:
+        return f"--timeout {timeout_s:g} must be more than 0 and at most 30 seconds"
+    if not MIN_MEMORY_MB <= memory_mb <= 4096:
+        return (
+            f"--memory-mb {memory_mb} must be between {MIN_MEMORY_MB} (the engine's minimum)"
+            " and 4096"
+        )
+    return None
+
+
 def workers_option(help_text: str) -> Callable[[F], F]:
     """`--workers N` as `specgen run` and `specgen mcp` both take it (0 to 64, default
     one per core: `RunPool.default_workers()`, resolved by the command)."""
@@ -286,13 +299,9 @@ def run(
     use_quota_store(quota_store)
     files, batch = _code_files(code_args)
     codes = [_read_code(path) for path in files]
-    if not 0 < timeout_s <= 30:
-        raise RunInputError(f"--timeout {timeout_s:g} must be more than 0 and at most 30 seconds")
-    if not MIN_MEMORY_MB <= memory_mb <= 4096:
-        raise RunInputError(
-            f"--memory-mb {memory_mb} must be between {MIN_MEMORY_MB} (the engine's minimum)"
-            " and 4096"
-        )
+    refused = limits_error(timeout_s, memory_mb)
+    if refused is not None:
+        raise RunInputError(refused)
     trace_ids = _trace_ids(trace_id, len(files) if batch else 0)
     grants = load_grants(grants_file)
     chosen = tuple(_select(grants, name, caller) for name in profile_names)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, NoReturn
 import click
 
 from runtime import RunPool
-from runtime.cli import isolation_option, quota_store_option, workers_option
+from runtime.cli import isolation_option, limits_error, quota_store_option, workers_option
 from specgen import streams
 from specgen.errors import SpecError
 from specgen.quoting import capped
@@ -432,10 +432,9 @@ def _serve(settings: _Settings) -> None:
         except QuotaStoreUrlError as exc:
             _refuse(f"--quota-store: {exc}")
         os.environ[QUOTA_STORE_ENV] = settings.quota_store
-    if not 0 < settings.timeout_s <= 30:
-        _refuse(f"--timeout {settings.timeout_s:g} must be more than 0 and at most 30 seconds")
-    if not 1 <= settings.memory_mb <= 4096:
-        _refuse(f"--memory-mb {settings.memory_mb} must be between 1 and 4096")
+    refused = limits_error(settings.timeout_s, settings.memory_mb)
+    if refused is not None:
+        _refuse(refused)
     http, origins, hosts = settings.http, settings.origins, settings.hosts
     address = _address(http, settings.auth is not None) if http is not None else None
     if address is None and any(spec == "-" for _, spec, _, _ in settings.profiles):

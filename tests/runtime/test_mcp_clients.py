@@ -283,6 +283,10 @@ def test_a_long_run_does_not_block_the_server(fake: FakeAgentMemory) -> None:
             "localhost); without --auth the server does not authenticate its clients",
         ),
         (["--timeout", "99"], "specgen: --timeout 99 must be more than 0 and at most 30 seconds"),
+        (
+            ["--memory-mb", "1"],  # as `specgen run` says it, not at every execute
+            "specgen: --memory-mb 1 must be between 2 (the engine's minimum) and 4096",
+        ),
     ],
 )
 def test_refusals_are_one_line_before_serving(

@@ -290,7 +290,7 @@ def test_executes_past_the_queue_are_refused_at_once(
 
 
 def test_a_run_that_crashes_the_host_is_still_on_the_record(
-    grant: Grant, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    grant: Grant, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     def crash(code: str, trace_id: str | None = None, caller: str | None = None) -> Run:
         raise RuntimeError("planted fault with a detail the client must not see")
@@ -316,6 +316,13 @@ def test_a_run_that_crashes_the_host_is_still_on_the_record(
     assert record["internal_error"] == "RuntimeError" and record["profile"] == PROFILE
     assert "not_run" not in record and record["calls"] == []
     assert record["trace_id"].endswith(":1")
+    # the operator's log says what it was in one line, with no traceback unless asked
+    (logged,) = [r for r in caplog.records if r.name == "runtime.mcp.server"]
+    assert logged.getMessage() == (
+        "execute failed: internal error: RuntimeError: planted fault with a detail the"
+        " client must not see"
+    )
+    assert logged.exc_info is None
 
 
 class _FailedPool:
