@@ -150,7 +150,7 @@ def test_refusals_reject_in_the_response_form_too(tmp_path: Path, api: FakeAPI) 
     lines = run(code, grant(tmp_path, api.url))
     assert lines == [
         "host api call not permitted by sandbox capability: GET /v1/other",
-        "host api 403: parameter not granted: x-echo\n",
+        "host api 403: parameter not granted: x-echo",
         "host api call not permitted by sandbox capability: DELETE /v1/items/1",
         [400, "invalid host api request envelope\n", False],
     ]
