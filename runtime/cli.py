@@ -7,7 +7,9 @@ base-url override, the trace id, the limits, a missing or tampered engine) raise
 `runtime.Refusal`, and one path (`_refusals`) prints its own line (`specgen: ...`) and
 exits with its code; after the run the exit code is the guest's (or EXIT_INTERNAL, 70,
 when a host fault ended the run; the trace and audit are printed all the same). It
-imports nothing from the runtime but the public API (`from runtime import ...`).
+imports nothing from the runtime but the public API (`from runtime import ...`) and
+`runtime.selection`, the operator's wording of a profile's choice, which `specgen mcp`
+shares.
 
 Text mode frames the guest's output so it can neither forge the trusted lines nor drive
 the operator's terminal: every guest line is prefixed (`out| ` on stdout, `err| ` on
@@ -51,8 +53,6 @@ from runtime import (
     MIN_MEMORY_MB,
     Approver,
     FixedApprover,
-    Grants,
-    GrantsError,
     Limits,
     Profile,
     Refusal,
@@ -67,8 +67,9 @@ from runtime import (
     messages,
     run_with_grant,
 )
+from runtime.selection import as_text, select_profile
+from runtime.selection import quoted as _q
 from specgen.files import read_limited
-from specgen.quoting import visible
 
 _MAX_CODE_BYTES = 1 << 20
 #: Prefixes of the guest's lines in text mode; the CLI's own lines start `specgen: `.
@@ -304,7 +305,7 @@ def run(
         raise RunInputError(refused)
     trace_ids = _trace_ids(trace_id, len(files) if batch else 0)
     grants = load_grants(grants_file)
-    chosen = tuple(_select(grants, name, caller) for name in profile_names)
+    chosen = tuple(select_profile(grants, name, caller) for name in profile_names)
     moved = _base_urls(base_urls, profile_names)
     chosen = tuple(p.with_base_url(moved[p.name]) if p.name in moved else p for p in chosen)
     # One profile runs as it always did; several are one run (runtime/profile_set.py).
@@ -632,7 +633,7 @@ def _report(outcome: RunOutcome, timeout_s: float, as_json: bool, file: Path | N
     (a batch adds the file's name to its JSON object)."""
     result = outcome.result
     if as_json:
-        record: dict[str, object] = {} if file is None else {"file": _text(str(file))}
+        record: dict[str, object] = {} if file is None else {"file": as_text(str(file))}
         record.update(
             stdout=result.stdout,
             stderr=result.stderr,
@@ -692,7 +693,7 @@ def _report_batch(
         if isinstance(outcome, Refusal):
             code = outcome.exit_code
             if as_json:
-                refused = {"file": _text(str(path)), "exit_code": code, "refused": outcome.line}
+                refused = {"file": as_text(str(path)), "exit_code": code, "refused": outcome.line}
                 _emit(sys.stdout, _json_line(refused) + "\n", json=True)
             else:
                 _header(name)
@@ -719,48 +720,6 @@ def _report_batch(
 
 def _header(name: str) -> None:
     _emit(sys.stdout, _trusted(name))
-
-
-def _select(grants: Grants, name: str, caller: str) -> Profile:
-    """The profile, or a line saying which of name and caller is wrong.
-
-    `Grants.select` (and `run_profile`) give both cases one text on purpose, so a caller
-    of a service cannot learn which profile names exist. Here the one asking is the
-    operator, who owns the grants file and can read it anyway, so the CLI says which.
-    """
-    names = grants.names()
-    if name not in names:
-        listed = ", ".join(_q(n) for n in names[:10]) + (", ..." if len(names) > 10 else "")
-        raise GrantsError(f"grants: {grants.path}: no profile {_q(name)} (profiles: {listed})")
-    try:
-        return grants.select(name, caller)
-    except GrantsError:
-        if not caller or caller == "*":
-            raise GrantsError(
-                f'--caller {_q(caller)}: name one principal; "*" in allowed_callers'
-                " admits any caller, it is not a caller itself"
-            ) from None
-        raise GrantsError(
-            f"grants: profile {_q(name)}: caller {_q(caller)} is not in its allowed_callers"
-        ) from None
-
-
-def _q(s: str) -> str:
-    """`s` quoted for a line a person reads: JSON's escapes, then every invisible
-    character JSON leaves raw (C1 controls such as the 8-bit CSI, NEL, U+2028/U+2029,
-    bidi overrides) as a visible escape; a file name's undecodable bytes as \\xNN."""
-    return visible(orjson.dumps(_text(s)).decode("utf-8"))
-
-
-def _text(s: str) -> str:
-    """`s` with the bytes a file name may hold that are not UTF-8 (surrogate-escaped by
-    Python, refused by orjson) written as `\\xNN` text; any other lone surrogate as
-    the bytes it would take."""
-    try:
-        raw = s.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:
-        raw = s.encode("utf-8", "surrogatepass")
-    return raw.decode("utf-8", "backslashreplace")
 
 
 #: What a line reader may split on inside a JSON string orjson writes raw.

@@ -33,6 +33,7 @@ from runtime import (
     load_grants,
     run_profile,
 )
+from runtime.selection import select_profile
 from specgen.allow import AllowEntry
 
 
@@ -430,8 +431,8 @@ def open_grants(
         grants = load_grants(grants_file)
         profiles = []
         for name in profile_names:
-            if caller is not None:
-                profile = grants.select(name, caller)
+            if caller is not None:  # the operator's --caller: say which name is wrong
+                profile = select_profile(grants, name, caller)
             else:
                 profile = _by_name(grants.profiles, name)
             if name in moved:

@@ -269,9 +269,14 @@ def test_a_long_run_does_not_block_the_server(fake: FakeAgentMemory) -> None:
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
+        # the operator is told which name is wrong, as by `specgen run`
         (
             ["--profile", "nobody"],
-            'specgen: grant_profile "nobody" is not available to this caller',
+            f'specgen: grants: {GRANTS}: no profile "nobody" (profiles: "{PROFILE}")',
+        ),
+        (
+            ["--caller", "bob"],
+            f'specgen: grants: profile "{PROFILE}": caller "bob" is not in its allowed_callers',
         ),
         (
             ["--http", "nowhere"],
