@@ -231,6 +231,15 @@ def _options_by_path(params: list[Param], entries: tuple[AllowEntry, ...]) -> tu
 def allowed(result: Result, allow: tuple[AllowEntry | Route, ...]) -> list[Allowed]:
     """The document's operations that some allow entry is an instance of, in document
     order, each cut to what its entries permit."""
+    return matched(result, allow)[0]
+
+
+def matched(
+    result: Result, allow: tuple[AllowEntry | Route, ...]
+) -> tuple[list[Allowed], list[AllowEntry]]:
+    """`allowed`, and the allow entries that are an instance of none of the document's
+    routes (in grant order): calls the broker would send that the model is told nothing
+    of, as the grant was made for another document or another version of it."""
     operations = result.types.operations
     # The operations' routes are indexed and each entry looks up the ones covering it,
     # so the cost follows the grant's size, not the product of the two.
@@ -239,10 +248,18 @@ def allowed(result: Result, allow: tuple[AllowEntry | Route, ...]) -> list[Allow
         fold_case=False,
     )
     mine: dict[int, list[AllowEntry]] = {}
+    strays: list[AllowEntry] = []
     for entry in (_as_entry(item) for item in allow):
+        found = False
         for position in index.every(entry.route.method, entry.route.segments, _covers):
             mine.setdefault(position, []).append(entry)
-    return [cut_to_grant(types, tuple(mine[i])) for i, types in enumerate(operations) if i in mine]
+            found = True
+        if not found:
+            strays.append(entry)
+    permitted = [
+        cut_to_grant(types, tuple(mine[i])) for i, types in enumerate(operations) if i in mine
+    ]
+    return permitted, strays
 
 
 def _covers(want: str, got: str, index: int) -> bool:

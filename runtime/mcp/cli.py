@@ -63,6 +63,31 @@ def _leave(status: int, line: str, audit: AuditLog) -> NoReturn:
     os._exit(status)
 
 
+def _check_fit(profile: str, entries: int, strays: tuple[str, ...], spec: str) -> None:
+    """A grant whose allow entries are none of --spec's routes was made for another
+    document: served, its model would be told nothing is permitted while the broker
+    sends every call, so it is refused. Some strays are served, with a note saying so."""
+    if not strays:
+        return
+    from runtime.mcp.runner import GrantError
+    from runtime.selection import quoted
+
+    where = f"profile {quoted(profile)}"
+    if len(strays) >= entries:
+        raise GrantError(
+            f"--spec {quoted(spec)}: none of {where}'s {entries} allow entries is a route of "
+            f"this document (e.g. {quoted(strays[0])}); serve the document the grant was "
+            "made from"
+        )
+    click.echo(
+        f"specgen: note: {len(strays)} of {where}'s {entries} allow entries are no route of "
+        f"--spec {quoted(spec)} (e.g. {quoted(strays[0])}): the broker admits their calls "
+        "and the model is told nothing of them; `specgen check SPEC --grants FILE --profile "
+        "NAME` lists them",
+        err=True,
+    )
+
+
 def _refuse(message: str) -> NoReturn:
     line = capped(message.splitlines()[0]) if message else message
     click.echo(line if line.startswith("specgen:") else f"specgen: {line}", err=True)
@@ -500,6 +525,8 @@ def _serve(settings: _Settings) -> None:
             prepare(spec, grant, server_url)
             for grant, (_, spec, server_url, _) in zip(grants, settings.profiles, strict=True)
         ]
+        for ready, (_, spec, _, _) in zip(prepared, settings.profiles, strict=True):
+            _check_fit(ready.grant.name, len(ready.grant.allow), ready.strays, spec)
         audit = AuditLog(
             settings.audit_file,
             stderr=settings.audit_stderr,

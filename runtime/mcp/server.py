@@ -52,7 +52,7 @@ from runtime.mcp.auth import AuthConfig, CallerVerifier, auth_settings, authenti
 from runtime.mcp.round_trips import KEEP_FINISHED_S, RoundTrips, declares_form, uses_input_required
 from runtime.mcp.runner import Grant, Run, Together, as_one, engine_error
 from runtime.mcp.tools import Catalog, CatalogPart, execute_answer
-from specgen.grant_view import GrantView, allowed, grant_description
+from specgen.grant_view import GrantView, grant_description, matched
 from specgen.load import read_bytes
 from specgen.quoting import capped, visible
 from specgen.render import render
@@ -80,6 +80,8 @@ class Prepared:
     instructions: str
     #: The document's title, for the instructions of a server of several APIs.
     title: str = ""
+    #: The grant's allow entries that are none of the document's routes (`Derived`).
+    strays: tuple[str, ...] = ()
 
 
 def prepare(spec: str, grant: Grant, server: str | None = None) -> Prepared:
@@ -97,12 +99,13 @@ def prepare(spec: str, grant: Grant, server: str | None = None) -> Prepared:
     )
     slot = start_cache.slot_for(spec, grant.global_name, grant.name, document, (name, server, view))
     kept = start_cache.load(slot) if slot is not None else None
-    if isinstance(kept, Derived):
-        return Prepared(grant, Catalog.from_parts(kept.parts), kept.instructions, kept.title)
-    derived = _derive(name, document, view, server)
-    if slot is not None:
-        start_cache.store(slot, derived)
-    return Prepared(grant, Catalog.from_parts(derived.parts), derived.instructions, derived.title)
+    derived = kept if isinstance(kept, Derived) else None
+    if derived is None:
+        derived = _derive(name, document, view, server)
+        if slot is not None:
+            start_cache.store(slot, derived)
+    catalog = Catalog.from_parts(derived.parts)
+    return Prepared(grant, catalog, derived.instructions, derived.title, derived.strays)
 
 
 class Derived(NamedTuple):
@@ -111,6 +114,8 @@ class Derived(NamedTuple):
     parts: tuple[CatalogPart, ...]
     instructions: str
     title: str
+    #: The allow entries (`METHOD /path`) that are none of the document's routes.
+    strays: tuple[str, ...] = ()
 
 
 def _derive(name: str, document: bytes, view: GrantView, server: str | None) -> Derived:
@@ -122,7 +127,7 @@ def _derive(name: str, document: bytes, view: GrantView, server: str | None) -> 
         render_files=False,
         raw=document,
     )
-    permitted = allowed(result, view.allow)
+    permitted, strays = matched(result, view.allow)
     full = grant_description(result, view, permitted)
     if len(full) <= MAX_INSTRUCTIONS:
         instructions = full
@@ -135,7 +140,8 @@ def _derive(name: str, document: bytes, view: GrantView, server: str | None) -> 
             count=len(permitted),
         )
     parts = Catalog(permitted, result.types, view.global_name).parts
-    return Derived(parts, instructions, result.gen.title or "")
+    shown = tuple(f"{entry.route.method} {entry.route.path}" for entry in strays)
+    return Derived(parts, instructions, result.gen.title or "", shown)
 
 
 async def ended(queued: concurrent.futures.Future[Run]) -> Run:

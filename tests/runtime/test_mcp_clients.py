@@ -310,6 +310,47 @@ def test_refusals_are_one_line_before_serving(
     assert proc.stdout == ""
 
 
+def _serve_briefly(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """`specgen mcp` on stdio with stdin at its end: it starts, then leaves at the EOF."""
+    return subprocess.run(
+        [str(SPECGEN), *argv],
+        env={**os.environ, TOKEN_ENV: TOKEN},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_a_grant_made_for_another_document_is_refused(fake: FakeAgentMemory) -> None:
+    """Served, the model would be told nothing is permitted while every call goes out."""
+    argv = _args(fake)
+    argv[argv.index(str(SPEC))] = str(ROOT / "tests/data/smart-home.openapi.json")
+    proc = _serve_briefly([*argv, "--workers", "0"])
+    assert proc.returncode == 1
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith('specgen: --spec "') and "smart-home.openapi.json" in line
+    assert f'none of profile "{PROFILE}"\'s ' in line and "is a route of this document" in line
+
+
+def test_allow_entries_the_document_lacks_are_served_with_a_note(
+    fake: FakeAgentMemory, tmp_path: Path
+) -> None:
+    grants = json.loads(GRANTS.read_text())
+    profile = grants["profiles"][PROFILE]
+    profile["allow"].append("GET /v1/not-in-the-document")
+    preamble = GRANTS.parent / profile["preamble_file"]
+    (tmp_path / profile["preamble_file"]).write_bytes(preamble.read_bytes())
+    (tmp_path / "grants.json").write_text(json.dumps(grants))
+    argv = _args(fake)
+    argv[argv.index(str(GRANTS))] = str(tmp_path / "grants.json")
+    proc = _serve_briefly([*argv, "--workers", "0"])
+    assert proc.returncode == 0, proc.stderr
+    (note,) = proc.stderr.splitlines()
+    assert note.startswith(f'specgen: note: 1 of profile "{PROFILE}"\'s ')
+    assert '(e.g. "GET /v1/not-in-the-document")' in note
+
+
 def test_a_document_on_stdin_is_refused_on_stdio_not_waited_for(fake: FakeAgentMemory) -> None:
     """stdin is the transport: a client keeps it open, so reading the document from it
     waited for ever (and a client that closed it had its messages read as the document)."""
