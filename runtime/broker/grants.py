@@ -48,6 +48,7 @@ from specgen.allow import (
 )
 from specgen.files import read_limited, read_regular
 from specgen.origins import ANY_PORT, OriginFault, encodable, origin_fault
+from specgen.preamble import built_for
 from specgen.route_index import RouteIndex
 from specgen.routes import (
     GRANT_METHODS,
@@ -72,8 +73,6 @@ MAX_PROFILE_NAME = 128
 MAX_NUMBER_DIGITS = 18
 
 _PROFILE_NAME = re.compile(r"[A-Za-z0-9._-]+\Z")
-#: The line of a specgen-generated preamble that names its global (templates/preamble.js.j2).
-_PREAMBLE_GLOBAL = re.compile(r'^  const h = globalThis\[("(?:[^"\\\n]|\\.)*")\];$', re.MULTILINE)
 _PROFILE_FIELDS = frozenset(
     {
         "base_url",
@@ -576,21 +575,14 @@ def _admits(entry: str, url: str) -> bool:
 
 
 def _check_preamble_global(global_name: str, preamble: str) -> None:
-    """A specgen-built preamble installs onto one global and returns early when that
-    global is absent, so a profile naming another global loads fine and every agent
-    call is a ReferenceError. Refused here; a hand-written preamble is not checked."""
-    match = _PREAMBLE_GLOBAL.search(preamble, 0, 64 * 1024)
-    if match is None:
-        return
-    try:
-        built_for = json.loads(match.group(1))
-    except ValueError:
-        return
-    if isinstance(built_for, str) and built_for != global_name:
+    """A generated preamble on another global would install nothing (specgen/preamble.py);
+    refused here. A hand-written preamble is not checked."""
+    built = built_for(preamble)
+    if built is not None and built != global_name:
         raise _ProfileFault(
             f"global {_quote(global_name)} differs from the preamble's global "
-            f"{_quote(built_for)}, so the preamble would install nothing; set global to "
-            f"{_quote(built_for)} or rebuild the preamble with --global {_quote(global_name)}"
+            f"{_quote(built)}, so the preamble would install nothing; set global to "
+            f"{_quote(built)} or rebuild the preamble with --global {_quote(global_name)}"
         )
 
 
@@ -682,7 +674,11 @@ def _preamble(body: dict[str, Any], base_dir: Path) -> str:
         resolved = candidate.resolve(strict=True)
         real_dir = base_dir.resolve(strict=True)
     except OSError as e:
-        raise _ProfileFault(f"read preamble_file: {e.strerror or e}: {rel}") from None
+        # a relative name is read from the grants file's folder, not the working one
+        raise _ProfileFault(
+            f"read preamble_file: {e.strerror or e}: {rel} (in the grants file's folder, "
+            f"{_quote(str(base_dir))})"
+        ) from None
     except RuntimeError:
         # Python before 3.13 turns a symlink loop (ELOOP) into RuntimeError here.
         raise _ProfileFault(f"read preamble_file: {os.strerror(errno.ELOOP)}: {rel}") from None

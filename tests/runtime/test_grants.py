@@ -896,6 +896,7 @@ def test_a_preamble_file_that_is_a_dangling_link_out_of_the_folder_is_not_found(
     (tmp_path / "dangling.js").symlink_to("/nonexistent-plimsoll/preamble.js")
     assert refused(tmp_path, minimal(preamble_file="dangling.js")) == (
         'grants: profile "p": read preamble_file: No such file or directory: dangling.js'
+        f" (in the grants file's folder, {json.dumps(str(tmp_path))})"
     )
 
 
