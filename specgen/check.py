@@ -30,6 +30,7 @@ from specgen.errors import SpecError
 from specgen.files import read_regular
 from specgen.operations import style_of
 from specgen.params import Parameter
+from specgen.preamble import preamble_problems
 from specgen.quoting import go_quote, visible
 from specgen.render import FILES
 from specgen.routes import Route, RouteError, parse_route_line
@@ -280,7 +281,12 @@ def grant_drift(result: Result, grants: Path, name: str) -> list[str]:
     for entry in allow:
         if not any(route.covers(entry) for route in routes):
             problems.append(f"allow: {entry} is not an instance of any route in the document")
-    return problems + _parameter_drift(result, allow_entries, name) + _header_problems(profile)
+    return (
+        problems
+        + _parameter_drift(result, allow_entries, name)
+        + _header_problems(profile)
+        + preamble_problems(profile, grants)
+    )
 
 
 def _header_problems(profile: dict[str, Any]) -> list[str]:

@@ -463,6 +463,7 @@ def check(
         raise click.UsageError("--grants and --profile go together")
     from specgen import build as pipeline
     from specgen.check import diff_dir, grant_drift, regenerate_command
+    from specgen.quoting import visible
 
     options = _options(global_name, server, strict, no_validate)
     folder = _given_path(outdir, "OUTDIR", _FOLDER)
@@ -479,6 +480,15 @@ def check(
             click.echo(diff, nl=False)
         if diffs:
             failed = True
+            other = _global_built(folder)
+            if other is not None and other != options.global_name:
+                built = visible(other)
+                click.echo(
+                    f"specgen: {folder}/preamble.js was built with --global {built}, and this "
+                    f"check builds with --global {options.global_name}: if {built} is meant, "
+                    f"check with --global {built}",
+                    err=True,
+                )
             click.echo(
                 f"specgen: {folder} is stale; regenerate it with: {regenerate_command(spec, str(folder), options)}",
                 err=True,
@@ -497,6 +507,19 @@ def check(
     if failed:
         sys.exit(1)
     click.echo("specgen: up to date", err=True)
+
+
+def _global_built(folder: Path) -> str | None:
+    """The global OUTDIR's preamble.js was generated for, if it is one specgen wrote: a
+    check without that --global finds every file stale and its suggested build would
+    put the client on another global than the grant's."""
+    from specgen.files import read_regular
+    from specgen.preamble import built_for
+
+    try:
+        return built_for(read_regular(folder / "preamble.js").decode("utf-8", "replace"))
+    except OSError:
+        return None
 
 
 def _is_dir(folder: Path) -> bool:
@@ -584,6 +607,7 @@ def grant_init(
     from specgen import build as pipeline
     from specgen.files import write_atomic
     from specgen.grant_init import PROFILE_NAME, check_preamble_file, draft
+    from specgen.preamble import preamble_problems
     from specgen.quoting import go_quote
 
     if not PROFILE_NAME.match(profile_name):
@@ -608,7 +632,11 @@ def grant_init(
         base_url_overrides=list(overrides),
     )
     _print_notes(result, verbosity)  # only now: a refused --allow stays one line
-    for note in drafted.notes if verbosity else ():
+    notes = list(drafted.notes)
+    if target is not None and preamble_file is not None:
+        # the folder the loader reads it from is known: say now what check --grants would
+        notes += preamble_problems(drafted.doc["profiles"][profile_name], target)
+    for note in notes if verbosity else ():
         click.echo(f"specgen: note: {note}", err=True)
     if target is None:
         click.echo(drafted.text(), nl=False)
