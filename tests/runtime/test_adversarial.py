@@ -301,7 +301,7 @@ def test_a_reply_reflecting_the_key_is_never_delivered(api: FakeAPI, key: str):
     outcome = run_with_grant(ECHO_CODE, grant(api.url, key=key), memory_probe=memory.append)
     result = outcome.result
     assert result.exit_code == 0, result.stderr
-    assert result.stdout == "host api 502: host api unavailable\n\n"
+    assert result.stdout == "host api 502: host api unavailable\n"
     assert len(api.requests) == 1 and api.requests[0].headers["authorization"] == f"Bearer {key}"
     assert hits(key, memory[0]) == 0 and hits(key.replace("/", "\\/"), memory[0]) == 0
     (row,) = outcome.trace.rows
@@ -361,7 +361,7 @@ def test_a_refused_connection_and_a_reset_say_nothing_about_the_request():
         port = s.getsockname()[1]
     code = 'try { await host.get("/v1/items/secret-segment") } catch (e) { print(e.message) }'
     outcome = run_with_grant(code, grant(f"http://127.0.0.1:{port}"))
-    assert outcome.result.stdout == "host api 502: host api unreachable\n\n"
+    assert outcome.result.stdout == "host api 502: host api unreachable\n"
     assert orjson.loads(outcome.audit)["calls"][0]["failure"] == "unreachable"
     assert "secret-segment" not in outcome.audit + outcome.result.stderr
 

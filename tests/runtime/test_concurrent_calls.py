@@ -136,8 +136,8 @@ def test_the_budget_counts_calls_in_flight(api: FakeAPI) -> None:
     """
     out = run(api, code, max_calls=3)
     assert out.result.stdout == (
-        "1|2|3|host api 429: host api call budget for this run is exhausted\n"
-        "|host api 429: host api call budget for this run is exhausted\n\n"
+        "1|2|3|host api 429: host api call budget for this run is exhausted"
+        "|host api 429: host api call budget for this run is exhausted\n"
     ), out.result.stderr
     assert sorted(s.path for s in api.requests) == [f"/v1/items/{i}" for i in (1, 2, 3)]
     assert (len(out.trace.rows), out.trace.denied) == (3, 2)

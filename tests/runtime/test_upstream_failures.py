@@ -76,7 +76,7 @@ def test_the_reason_reaches_the_guest_and_the_audit_without_the_url() -> None:
     port = free_port()
     code = 'try { await host.get("/v1/secret-segment") } catch (e) { console.log(e.message) }'
     outcome = run_with_grant(code, profile(f"http://127.0.0.1:{port}", KEY, ("GET /v1/*",)))
-    assert outcome.result.stdout == "host api 502: host api unreachable\n\n"
+    assert outcome.result.stdout == "host api 502: host api unreachable\n"
     (row,) = orjson.loads(outcome.audit)["calls"]
     assert row["failure"] == "unreachable"
     assert str(port) not in outcome.audit and "secret-segment" not in outcome.audit
