@@ -13,6 +13,7 @@ only (a test pins the list, another draws the import graph):
       session.py   one run: a fresh sandbox and a fresh broker, one audit line
       run_clock.py the run's deadline, stopped while a call waits for a person's approval
       approvers.py how `specgen run` asks for approval: the terminal, or --approve
+      selection.py a profile chosen for the operator's command, saying which name is wrong
       pool.py      RunPool: warm worker processes, runs on every core
       telemetry.py OpenTelemetry spans, metrics and audit logs; off (no SDK) unless asked
       cli.py       `specgen run`
@@ -87,6 +88,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "end_runs_now": ("runtime.session", "end_runs_now"),
     "run_profile": ("runtime.session", "run_profile"),
     "run_with_grant": ("runtime.session", "run_with_grant"),
+    "select_profile": ("runtime.selection", "select_profile"),
 }
 
 if TYPE_CHECKING:  # what a type checker and a reader see; nothing is imported at run time
@@ -145,6 +147,7 @@ if TYPE_CHECKING:  # what a type checker and a reader see; nothing is imported a
         host_call_deadline,
     )
     from runtime.sandbox import run as run_sandbox
+    from runtime.selection import select_profile
     from runtime.session import RunOutcome, end_runs_now, run_profile, run_with_grant
 
 
@@ -219,4 +222,5 @@ __all__ = [
     "run_profile",
     "run_sandbox",
     "run_with_grant",
+    "select_profile",
 ]

@@ -7,9 +7,7 @@ base-url override, the trace id, the limits, a missing or tampered engine) raise
 `runtime.Refusal`, and one path (`_refusals`) prints its own line (`specgen: ...`) and
 exits with its code; after the run the exit code is the guest's (or EXIT_INTERNAL, 70,
 when a host fault ended the run; the trace and audit are printed all the same). It
-imports nothing from the runtime but the public API (`from runtime import ...`) and
-`runtime.selection`, the operator's wording of a profile's choice, which `specgen mcp`
-shares.
+imports nothing from the runtime but the public API (`from runtime import ...`).
 
 Text mode frames the guest's output so it can neither forge the trusted lines nor drive
 the operator's terminal: every guest line is prefixed (`out| ` on stdout, `err| ` on
@@ -66,10 +64,11 @@ from runtime import (
     load_grants,
     messages,
     run_with_grant,
+    select_profile,
 )
-from runtime.selection import as_text, select_profile
-from runtime.selection import quoted as _q
 from specgen.files import read_limited
+from specgen.quoting import as_text
+from specgen.quoting import quoted as _q
 
 _MAX_CODE_BYTES = 1 << 20
 #: Prefixes of the guest's lines in text mode; the CLI's own lines start `specgen: `.

@@ -8,11 +8,9 @@ file and can read it anyway, so they say which, with the profiles there are.
 
 from __future__ import annotations
 
-import orjson
-
 from runtime.broker import Grants, Profile
 from runtime.errors import GrantsError
-from specgen.quoting import visible
+from specgen.quoting import quoted
 
 
 def select_profile(grants: Grants, name: str, caller: str) -> Profile:
@@ -34,22 +32,4 @@ def select_profile(grants: Grants, name: str, caller: str) -> Profile:
         ) from None
 
 
-def quoted(s: str) -> str:
-    """`s` quoted for a line a person reads: JSON's escapes, then every invisible
-    character JSON leaves raw (C1 controls such as the 8-bit CSI, NEL, U+2028/U+2029,
-    bidi overrides) as a visible escape; a file name's undecodable bytes as \\xNN."""
-    return visible(orjson.dumps(as_text(s)).decode("utf-8"))
-
-
-def as_text(s: str) -> str:
-    """`s` with the bytes a file name may hold that are not UTF-8 (surrogate-escaped by
-    Python, refused by orjson) written as `\\xNN` text; any other lone surrogate as
-    the bytes it would take."""
-    try:
-        raw = s.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:
-        raw = s.encode("utf-8", "surrogatepass")
-    return raw.decode("utf-8", "backslashreplace")
-
-
-__all__ = ["as_text", "quoted", "select_profile"]
+__all__ = ["select_profile"]

@@ -239,3 +239,22 @@ def capped(line: str, limit: int = LINE_LIMIT) -> str:
     head = limit * 2 // 3
     tail = limit // 4
     return f"{line[:head]} ... ({len(line) - head - tail:,} characters cut) ... {line[-tail:]}"
+
+
+def quoted(s: str) -> str:
+    """`s` quoted for a line a person reads: JSON's escapes, then every invisible
+    character JSON leaves raw (C1 controls such as the 8-bit CSI, NEL, U+2028/U+2029,
+    bidi overrides) as a visible escape; a file name's undecodable bytes as \\xNN."""
+    import orjson
+
+    return visible(orjson.dumps(as_text(s)).decode("utf-8"))
+
+
+def as_text(s: str) -> str:
+    """`s` with the bytes a file name may hold that are not UTF-8 (surrogate-escaped by
+    Python) written as `\\xNN` text; any other lone surrogate as the bytes it would take."""
+    try:
+        raw = s.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        raw = s.encode("utf-8", "surrogatepass")
+    return raw.decode("utf-8", "backslashreplace")

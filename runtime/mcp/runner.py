@@ -32,8 +32,8 @@ from runtime import (
     end_runs_now,
     load_grants,
     run_profile,
+    select_profile,
 )
-from runtime.selection import select_profile
 from specgen.allow import AllowEntry
 
 

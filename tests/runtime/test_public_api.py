@@ -62,6 +62,7 @@ EXPORTED = {
     "run_profile",
     "run_sandbox",
     "run_with_grant",
+    "select_profile",
 }
 
 
