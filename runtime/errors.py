@@ -26,7 +26,7 @@ from __future__ import annotations
 import sys
 from typing import IO
 
-from specgen.quoting import capped
+from specgen.quoting import capped, is_invisible
 from specgen.routes import is_control
 
 #: The exit code of every refusal: refused input, before or instead of a run.
@@ -34,10 +34,19 @@ EXIT_REFUSED = 1
 
 
 def one_line(s: str) -> str:
-    """Escape control characters, line terminators and lone surrogates as \\uXXXX."""
-    return "".join(
-        f"\\u{ord(ch):04x}" if is_control(ch) or 0xD800 <= ord(ch) <= 0xDFFF else ch for ch in s
-    )
+    """Escape control characters, line terminators, lone surrogates and every other
+    character a reader cannot see (a bidi override that reorders the line, a tag
+    character: `specgen.quoting.is_invisible`) as \\uXXXX (\\UXXXXXXXX past U+FFFF)."""
+    return "".join(_escaped(ch) if _hidden(ch) else ch for ch in s)
+
+
+def _hidden(ch: str) -> bool:
+    return is_control(ch) or 0xD800 <= ord(ch) <= 0xDFFF or is_invisible(ch)
+
+
+def _escaped(ch: str) -> str:
+    code = ord(ch)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 class Refusal(Exception):

@@ -15,7 +15,6 @@ import contextlib
 import errno
 import functools
 import os
-import re
 import signal
 import sys
 from collections.abc import Callable
@@ -34,8 +33,6 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_JS_IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
-
 
 def refusals(func: F) -> F:
     """Turn a SpecError into its one line on stderr and exit 1."""
@@ -53,21 +50,15 @@ def refusals(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-_NOT_ASSIGNABLE = frozenset({"undefined", "NaN", "Infinity", "globalThis"})
-
-
 def _check_global(ctx: click.Context, param: click.Parameter, value: str) -> str:
     """The client is installed as `globalThis[NAME]` and agent code calls `NAME.x()`, so
     NAME must be a plain JS identifier that is not a reserved word."""
-    from specgen.naming import RESERVED
+    from specgen.naming import global_name_error
     from specgen.quoting import go_quote
 
-    if not _JS_IDENT.match(value):
-        raise click.BadParameter(
-            f"{go_quote(value)} is not a JS identifier ([A-Za-z_$][A-Za-z0-9_$]*)"
-        )
-    if value in RESERVED or value in _NOT_ASSIGNABLE:
-        raise click.BadParameter(f"{go_quote(value)} is a reserved word in JS")
+    why = global_name_error(value)
+    if why is not None:
+        raise click.BadParameter(f"{go_quote(value)} {why}")
     return value
 
 

@@ -91,6 +91,23 @@ _DIGITS = frozenset("0123456789")
 _NOT_IDENT = re.compile(r"[^A-Za-z0-9_$]")
 
 
+#: A plain JavaScript identifier (ASCII): what a client's global name must be.
+_GLOBAL_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
+#: Globals that exist and cannot be assigned, so a client installed on one is lost.
+_NOT_ASSIGNABLE = frozenset({"undefined", "NaN", "Infinity", "globalThis"})
+
+
+def global_name_error(name: str) -> str | None:
+    """Why `name` cannot be the global a client is installed on (`globalThis[NAME]`,
+    called as `NAME.x()` by agent code, named in what the model is told), or None:
+    for `--global` and a grant's `global` alike."""
+    if not _GLOBAL_NAME.match(name):
+        return "is not a JS identifier ([A-Za-z_$][A-Za-z0-9_$]*)"
+    if name in RESERVED or name in _NOT_ASSIGNABLE:
+        return "is a reserved word in JS"
+    return None
+
+
 def js_ident(raw: str) -> str:
     """Map any string to an ASCII JavaScript identifier, one `_` per foreign code point.
 

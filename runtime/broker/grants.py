@@ -47,6 +47,7 @@ from specgen.allow import (
     response_header_patterns,
 )
 from specgen.files import read_limited, read_regular
+from specgen.naming import global_name_error
 from specgen.origins import ANY_PORT, OriginFault, encodable, origin_fault
 from specgen.preamble import built_for
 from specgen.route_index import RouteIndex
@@ -386,6 +387,9 @@ def _build_profile(name: str, body: Any, base_dir: Path, env: Mapping[str, str])
             'allow lists no route, so every call would be refused; list at least one "METHOD /path"'
         )
     _check_routes(allow, "host-api grant: ")
+    why = global_name_error(global_name)
+    if why is not None:  # the client is installed as globalThis[NAME], called as NAME.x()
+        raise _ProfileFault(f"global {_quote(global_name)} {why}")
     _check_preamble_global(global_name, preamble)
     route_caps = check_caps(cap_lines, allow)
     if health is not None:

@@ -1174,3 +1174,23 @@ def test_a_preamble_file_that_is_a_fifo_is_refused_not_waited_on(tmp_path: Path)
         reader.join(5)
         pytest.fail("loading a grant whose preamble_file is a FIFO blocked")
     assert outcome == ['grants: profile "p": read preamble_file: not a regular file: pipe.js']
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"base_url": "https://\u202e\U000e0041.example"},
+        {"allow": ["GET /v1/\u202e\U000e0041"]},
+        {"global": "h\u202e\U000e0041"},
+        {"base_url_overrides": ["http://127.0.0.1:1/\u202e\U000e0041"]},
+        {"preamble_file": "\u202e\U000e0041.js"},
+    ],
+)
+def test_a_refusal_shows_invisible_characters_escaped(
+    tmp_path: Path, fields: dict[str, object]
+) -> None:
+    """A bidi override reorders the operator's terminal line and a tag character spells
+    text no one sees: each is shown as an escape, as control characters are."""
+    message = refused(tmp_path, minimal(**fields))
+    assert "\u202e" not in message and "\U000e0041" not in message
+    assert "\\u202e" in message and "\\U000e0041" in message
