@@ -66,7 +66,7 @@ from runtime import (
     run_with_grant,
     select_profile,
 )
-from specgen.files import read_limited
+from specgen.files import read_input
 from specgen.quoting import as_text
 from specgen.quoting import quoted as _q
 
@@ -524,7 +524,7 @@ def _code_files(args: tuple[Path, ...]) -> tuple[list[Path], bool]:
 def _read_code(path: Path) -> str:
     """One CODE file's text: at most 1 MiB of UTF-8, or a refusal naming the file."""
     try:
-        raw = read_limited(path, _MAX_CODE_BYTES)
+        raw = read_input(path, _MAX_CODE_BYTES)  # a FIFO no one writes reads empty
     except OSError as e:
         raise RunInputError(f"read {_q(str(path))}: {e.strerror or e}") from None
     try:

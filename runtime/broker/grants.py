@@ -46,7 +46,7 @@ from specgen.allow import (
     profile_header_error,
     response_header_patterns,
 )
-from specgen.files import read_limited, read_regular
+from specgen.files import read_input, read_regular
 from specgen.naming import global_name_error
 from specgen.origins import ANY_PORT, OriginFault, encodable, origin_fault
 from specgen.preamble import built_for
@@ -244,9 +244,11 @@ def load(path: str | os.PathLike[str], *, environ: Mapping[str, str] | None = No
     env = os.environ if environ is None else environ
     p = Path(path)
     try:
-        raw = read_limited(p)
+        raw = read_input(p)  # a FIFO no one writes reads empty, at once: never a hang
     except OSError as e:
         raise GrantsError(f"grants: read {p}: {e.strerror or e}") from None
+    if not raw.strip():
+        raise GrantsError(f"grants: parse {p}: the file is empty")
     doc = _parse(raw, p)
     if not isinstance(doc, dict):
         raise GrantsError(f"grants: parse {p}: the top level must be an object")

@@ -6,6 +6,7 @@ import dataclasses
 import json
 import os
 import pickle
+import time
 from pathlib import Path
 
 import pytest
@@ -320,10 +321,23 @@ def test_unreadable_file(tmp_path: Path) -> None:
 
 
 def test_an_endless_grants_file_is_refused_not_read_forever() -> None:
-    """Found: `specgen run --grants /dev/zero` read until memory ran out."""
+    """Found: `specgen run --grants /dev/zero` read until memory ran out; a device is now
+    refused before it is opened."""
     with pytest.raises(GrantsError) as info:
         load("/dev/zero", environ={})
-    assert str(info.value) == "grants: read /dev/zero: larger than 268435456 bytes"
+    assert str(info.value) == "grants: read /dev/zero: not a regular file"
+
+
+def test_a_fifo_no_one_writes_is_refused_at_once_not_waited_for(tmp_path: Path) -> None:
+    """Found: a FIFO as the grants file held `specgen run` for ever (its open waited
+    for a writer); it reads as empty, at once, as a FIFO SPEC does."""
+    fifo = tmp_path / "grants.json"
+    os.mkfifo(fifo)
+    began = time.monotonic()
+    with pytest.raises(GrantsError) as info:
+        load(fifo, environ={})
+    assert str(info.value) == f"grants: parse {fifo}: the file is empty"
+    assert time.monotonic() - began < 5
 
 
 def test_preamble_symlink_escape(tmp_path: Path) -> None:
@@ -848,7 +862,6 @@ def test_a_deeply_nested_file_is_refused_in_one_line(tmp_path: Path) -> None:
     ("raw", "what"),
     [
         ("{", "Expecting property name enclosed in double quotes (line 1 column 2)"),
-        ("", "Expecting value (line 1 column 1)"),
         ('{"profiles": {}', "Expecting ',' delimiter (line 1 column 16)"),
         ('{"profiles": {}} 1', "trailing data after the JSON value (line 1 column 18)"),
         # messages sorting after "Extra data" (kills `==` -> `>=`)
@@ -1194,3 +1207,10 @@ def test_a_refusal_shows_invisible_characters_escaped(
     message = refused(tmp_path, minimal(**fields))
     assert "\u202e" not in message and "\U000e0041" not in message
     assert "\\u202e" in message and "\\U000e0041" in message
+
+
+@pytest.mark.parametrize("raw", ["", " \n\t"])
+def test_an_empty_grants_file_is_named_empty(tmp_path: Path, raw: str) -> None:
+    with pytest.raises(GrantsError) as info:
+        load(write(tmp_path, {}, raw=raw), environ={})
+    assert str(info.value) == f"grants: parse {tmp_path / 'grants.json'}: the file is empty"

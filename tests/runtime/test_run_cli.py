@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -556,3 +559,26 @@ def test_json_mode_keeps_guest_output_as_raw_json_strings(tmp_path: Path) -> Non
     result = invoke(tmp_path, r'console.log("a\x1b[2Jb")', "--json")
     assert json.loads(result.stdout)["stdout"] == "a\x1b[2Jb\n"
     assert "\x1b" not in result.stdout  # JSON escapes it on the wire
+
+
+def test_a_code_fifo_no_one_writes_is_read_at_once_not_waited_for(tmp_path: Path) -> None:
+    """Found: a FIFO as CODE.js held `specgen run` for ever (its open waited for a
+    writer); it reads as empty at once, as a FIFO SPEC does, and a pipe that is written
+    (`specgen run <(...)`) still runs what it carries."""
+    grants_file(tmp_path)
+    os.mkfifo(tmp_path / "code.fifo")
+    args = ["--grants", str(tmp_path / "grants.json"), "--profile", "agent-memory"]
+    args += ["--caller", "support-agent"]
+    env = {**os.environ, "CLOUDFLARE_API_TOKEN": KEY}
+    specgen = Path(sys.executable).with_name("specgen")
+    done = subprocess.run(
+        [str(specgen), "run", str(tmp_path / "code.fifo"), *args],
+        capture_output=True, text=True, timeout=60, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "out|" not in done.stdout
+    piped = subprocess.run(
+        ["bash", "-c", f'{specgen} run <(echo "print(7)") "$@"', "-", *args],
+        capture_output=True, text=True, timeout=60, env=env,
+    )  # fmt: skip
+    assert piped.returncode == 0 and piped.stdout == "out| 7\n", piped.stderr
