@@ -13,7 +13,7 @@ from specgen.errors import SpecError
 from specgen.files import write_set
 from specgen.load import Source, load, parse
 from specgen.operations import Generated, generate
-from specgen.quoting import go_quote, visible
+from specgen.quoting import capped, go_quote, visible
 from specgen.render import FILES, artifacts
 from specgen.servers import server_choice
 from specgen.typescript import TypeSet
@@ -47,7 +47,8 @@ class Result(NamedTuple):
         lines += [f"specgen: renamed: {r}" for r in self.gen.renamed]
         if self.gen.health_note:
             lines.append(f"specgen: health_check not set: {self.gen.health_note}")
-        return [visible(line) for line in lines]  # paths and names come from the document
+        # paths and names come from the document: escaped, and a very long one cut
+        return [capped(visible(line)) for line in lines]
 
 
 def check_version(source: Source) -> str:

@@ -149,12 +149,7 @@ def note_lines(result: Result, verbosity: Verbosity, *, details: bool = True) ->
         return []
     gen = result.gen
     if verbosity is Verbosity.VERBOSE:
-        lines = [f"specgen: skipped {s.method} {s.path} ({s.reason})" for s in gen.skipped]
-        lines += [f"specgen: warning: {w}" for w in gen.warnings]
-        lines += [f"specgen: renamed: {r}" for r in gen.renamed]
-        if gen.health_note:
-            lines.append(f"specgen: health_check not set: {gen.health_note}")
-        return [*lines, summary(result)]
+        return [*result.notes(), summary(result)]
     lines: list[str] = []
     if details:
         skips = [f"{s.method} {s.path}: {s.reason}" for s in gen.skipped]

@@ -49,6 +49,11 @@ ERR_ENCODED = "path must be decoded and canonical"
 ERR_SEGMENTS = 'path must not contain empty, dot, traversal, or ";" segments'
 ERR_WIRE = "path contains bytes that require wire encoding"
 ERR_WILDCARD = "wildcard must occupy a complete path segment"
+#: Segments a route may have: far past any API's (GitHub's deepest has 9), and a bound
+#: on the depth of the route index, which the client walks and which is serialised for
+#: it (a route of 500 segments loaded, then ended every run with a RecursionError).
+MAX_SEGMENTS = 128
+ERR_DEEP = f"path has more than {MAX_SEGMENTS} segments"
 
 
 class RouteError(ValueError):
@@ -121,7 +126,11 @@ def pattern_error(path: str, *, trailing_slash: bool = True, partial: bool = Fal
     for GitHub's document), and the checks cost about ten times the match.
     tests/specgen/test_fast_paths_equivalence.py holds the two to the same answers.
     """
-    if _PLAIN_PATTERN.fullmatch(path) is not None and (trailing_slash or not path.endswith("/")):
+    if (
+        _PLAIN_PATTERN.fullmatch(path) is not None
+        and (trailing_slash or not path.endswith("/"))
+        and path.count("/") <= MAX_SEGMENTS
+    ):
         return None
     return _pattern_checks(path, trailing_slash, partial)
 
@@ -142,6 +151,8 @@ def _pattern_checks(path: str, trailing_slash: bool, partial: bool) -> str | Non
     for seg in path.split("/"):
         if "*" in seg and seg != "*" and not (partial and partial_segment(seg) is not None):
             return ERR_WILDCARD
+    if path.count("/") > MAX_SEGMENTS:
+        return ERR_DEEP
     return None
 
 

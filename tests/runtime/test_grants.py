@@ -1214,3 +1214,22 @@ def test_an_empty_grants_file_is_named_empty(tmp_path: Path, raw: str) -> None:
     with pytest.raises(GrantsError) as info:
         load(write(tmp_path, {}, raw=raw), environ={})
     assert str(info.value) == f"grants: parse {tmp_path / 'grants.json'}: the file is empty"
+
+
+def test_a_route_deeper_than_the_bound_is_refused_and_one_at_it_runs(tmp_path: Path) -> None:
+    """Found: a 500-segment allow entry loaded, then ended every run with a RecursionError
+    (an internal error) while the route index was made for the client. The bound is
+    checked where every route is (`pattern_error`)."""
+    from runtime import Limits, run_with_grant
+    from specgen.routes import MAX_SEGMENTS
+
+    deep = "GET" + " " + "/a" * (MAX_SEGMENTS + 1)
+    assert refused(tmp_path, minimal(allow=[deep])).endswith(
+        f"path has more than {MAX_SEGMENTS} segments"
+    )
+    at_bound = "GET" + " " + "/a" * MAX_SEGMENTS
+    profile = load(write(tmp_path, {"p": minimal(allow=[at_bound])}), environ={}).profiles[0]
+    code = 'host.get("' + "/a" * MAX_SEGMENTS + '").catch(e => print(e.message));'
+    outcome = run_with_grant(code, profile, caller="agent", limits=Limits(timeout_s=10))
+    assert not outcome.result.internal_error and outcome.result.exit_code == 0
+    assert outcome.result.stdout.startswith("host api 502")  # admitted: sent, no one there

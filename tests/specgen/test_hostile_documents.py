@@ -6,6 +6,7 @@ on a machine of any speed when the growth comes back, and never because CI is sl
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 
 from specgen import refs
 from specgen.operations import generate
+from specgen.routes import MAX_SEGMENTS
 
 
 def ref_chain_document(links: int, operations: int) -> dict[str, Any]:
@@ -89,9 +91,9 @@ def test_a_cycle_is_refused_wherever_it_is_entered() -> None:
             resolver.deref({"$ref": start}, "here")
 
 
-def colliding_paths_document(count: int) -> dict[str, Any]:
+def colliding_paths_document(count: int, params: int | None = None) -> dict[str, Any]:
     """`count` distinct paths whose derived method names are all `get_x______`, and one
-    path whose `count` parameters all map to the argument name `a_`."""
+    path whose `params` (default `count`) parameters all map to the argument name `a_`."""
     punct = "-._~"
     width = 1
     while len(punct) ** width < count:
@@ -103,7 +105,7 @@ def colliding_paths_document(count: int) -> dict[str, Any]:
             k, d = divmod(k, len(punct))
             digits.append(punct[d])
         paths["/x" + "".join(digits)] = {"get": {"responses": {"200": {"description": "ok"}}}}
-    many = "/".join(f"{{a{p}}}" for p in _distinct(count, "-.~!@"))
+    many = "/".join(f"{{a{p}}}" for p in _distinct(count if params is None else params, "-.~!@"))
     paths["/m/" + many] = {
         "get": {"operationId": "many", "responses": {"200": {"description": "ok"}}}
     }
@@ -123,15 +125,16 @@ def test_colliding_derived_names_stay_short_and_output_stays_linear() -> None:
     from specgen.render import artifacts
 
     count = 3000
-    doc = colliding_paths_document(count)
+    params = MAX_SEGMENTS - 1  # one path's parameters: its segments are bounded
+    doc = colliding_paths_document(count, params)
     size = len(orjson.dumps(doc))
     gen = generate(doc, name="collide")
     names = [op.name for op in gen.operations]
     assert len(set(names)) == len(names) == count + 1
     assert max(len(n) for n in names) <= len("get_x") + 8 + 1 + len(str(count))
     many = next(op for op in gen.operations if op.name == "many")
-    assert len(set(many.args)) == count
-    assert max(len(a) for a in many.args) <= len("a") + 6 + 1 + len(str(count))
+    assert len(set(many.args)) == params
+    assert max(len(a) for a in many.args) <= len("a") + 6 + 1 + len(str(params))
     written = sum(len(text.encode()) for text in artifacts(gen).values())
     assert written < 20 * size, (written, size)
 
@@ -400,3 +403,26 @@ def test_unevaluated_properties_judges_as_jsonschema_does(
     theirs = [e.message for e in Draft202012Validator(schema).iter_errors(instance)]
     mine = [e.message for e in linear(schema).iter_errors(instance)]
     assert mine == theirs
+
+
+def test_a_path_deeper_than_the_route_bound_is_skipped_in_a_bounded_line(tmp_path: Path) -> None:
+    """The route index the client walks is as deep as the longest route; a document path
+    past the bound is skipped with its reason (the loader refuses such an allow entry)."""
+    from specgen import build
+    from specgen.quoting import LINE_LIMIT
+    from specgen.routes import ERR_DEEP, MAX_SEGMENTS
+
+    ok = {"get": {"operationId": "ok", "responses": {"200": {"description": "ok"}}}}
+    deep = {"get": {"operationId": "deep", "responses": {"200": {"description": "ok"}}}}
+    doc = {
+        "openapi": "3.0.3",
+        "info": {"title": "t", "version": "1"},
+        "servers": [{"url": "https://x.example"}],
+        "paths": {"/a" * (MAX_SEGMENTS * 4): deep, "/ok": ok},
+    }
+    (tmp_path / "deep.json").write_text(json.dumps(doc))
+    result = build.run(str(tmp_path / "deep.json"), build.Options())
+    assert [op.template for op in result.gen.operations] == ["/ok"]
+    (skip,) = result.gen.skipped
+    assert skip.reason.endswith(ERR_DEEP)
+    assert all(len(line) <= LINE_LIMIT + 40 for line in result.notes())
