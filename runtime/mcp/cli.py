@@ -537,6 +537,9 @@ def _serve(settings: _Settings) -> None:
     except (GrantError, SpecError, AuditFileError) as exc:
         close_pool(grants)
         _refuse(str(exc))
+    from runtime.mcp.log_lines import log_in_lines
+
+    log_in_lines()  # before the SDK's server sets up its own (Rich) logging
     server = build_server(prepared, audit, auth)
     import anyio
 

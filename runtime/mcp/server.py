@@ -552,6 +552,7 @@ async def serve_http(
     config = uvicorn.Config(
         http_app(server, host, sock, origins, hosts),
         log_level="warning",
+        log_config=None,  # its records go to the server's one-line log (log_lines.py)
         lifespan="on",
         # Connections and requests in flight at once, over all clients (503 past it).
         limit_concurrency=4 * guard.MAX_SESSIONS,

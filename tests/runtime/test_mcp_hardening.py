@@ -656,6 +656,39 @@ def test_a_line_that_is_not_a_message_is_answered_as_json_rpc_says(
         assert _receive(proc) == {"jsonrpc": "2.0", "id": 8, "result": {}}
 
 
+def test_a_handler_failure_is_logged_in_one_escaped_line(fake: FakeAgentMemory) -> None:
+    """The SDK logs a failing handler with its traceback (boxes drawn by Rich), and the
+    text can be the client's: an unknown prompt's name wrote escape sequences to the
+    operator's terminal and 140 lines to stderr, where the audit lines go."""
+    proc = subprocess.Popen(
+        [str(SPECGEN), *_args(fake), "--workers", "0"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, TOKEN_ENV: TOKEN, "SPECGEN_DEBUG": ""},
+        cwd=ROOT,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    hostile = "\x1b]0;PWNED\x07\x1b[2J"
+    for message in (
+        INIT,
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 1, "method": "prompts/get", "params": {"name": hostile}},
+    ):
+        proc.stdin.write(json.dumps(message).encode() + b"\n")
+        proc.stdin.flush()
+    lines = [json.loads(proc.stdout.readline()) for _ in range(2)]
+    assert lines[1]["id"] == 1 and "error" in lines[1]
+    proc.stdin.close()  # the server leaves at its client's EOF
+    assert proc.wait(timeout=30) == 0
+    assert proc.stderr is not None
+    (line,) = proc.stderr.read().decode().splitlines()
+    assert line == (
+        "specgen: error: handler for 'prompts/get' raised: ValueError: Unknown prompt: "
+        "\\x1b]0;PWNED\\x07\\x1b[2J"
+    )
+
+
 def test_a_reused_id_on_stdio_is_refused_and_the_first_is_answered(
     fake: FakeAgentMemory,
 ) -> None:
