@@ -67,6 +67,9 @@ PARSE_ERROR = -32700
 #: The notification `BoundedStdin` yields in place of a line it skipped; `guard_streams`
 #: answers it with an error (a client that sends it itself just gets that error too).
 _TOO_LONG = "notifications/plimsoll/line_too_long"
+#: The notification `BoundedStdin` yields in place of a request with an id MCP refuses.
+_BAD_ID = "notifications/plimsoll/bad_request_id"
+_BAD_ID_LINE = orjson.dumps({"jsonrpc": "2.0", "method": _BAD_ID}).decode()
 #: An id at the start of a skipped line (first or second key, as JSON-RPC clients write
 #: it), so that the request's own caller gets the error instead of waiting forever.
 _LEADING_ID = re.compile(
@@ -163,6 +166,8 @@ class BoundedStdin:
         if not line:
             return None
         if line.endswith(b"\n") or len(line) <= self._limit:
+            if _bad_id(line):
+                return _BAD_ID_LINE
             return line.decode("utf-8", "replace")
         found = _LEADING_ID.match(line)
         while line and not line.endswith(b"\n"):  # skip the rest, a bounded chunk at a time
@@ -171,6 +176,20 @@ class BoundedStdin:
         return orjson.dumps(
             {"jsonrpc": "2.0", "method": _TOO_LONG, "params": {"id": request_id}}
         ).decode()
+
+
+def _bad_id(line: bytes) -> bool:
+    """A request whose id is not a string or an integer (MCP: never null either). The
+    SDK reads it as a notification, dropping the id, and never answers it; JSON-RPC
+    answers it with an invalid-request error whose id is null."""
+    try:
+        message = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False  # not JSON: answered as a parse error (`_unreadable`)
+    if not isinstance(message, dict) or "method" not in message or "id" not in message:
+        return False
+    request_id = message["id"]
+    return not isinstance(request_id, str | int) or isinstance(request_id, bool)
 
 
 @asynccontextmanager
@@ -222,6 +241,8 @@ def _refusal(item: SessionMessage | Exception, in_flight: InFlight) -> JSONRPCEr
         raw = (message.params or {}).get("id")
         request_id = raw if isinstance(raw, str | int) and not isinstance(raw, bool) else None
         return _error(request_id, f"message over {MAX_MESSAGE_BYTES} bytes; not read")
+    if isinstance(message, JSONRPCNotification) and message.method == _BAD_ID:
+        return _error(None, "a request's id must be a string or an integer")
     if isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
         # A cancelled request is never answered (MCP), so its id is free again now; the
         # SDK keeps a late handler of the old one from answering for the new one.

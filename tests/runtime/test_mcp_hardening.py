@@ -651,6 +651,11 @@ def test_a_line_that_is_not_a_message_is_answered_as_json_rpc_says(
         proc.write(b"[1, 2]\n")
         invalid = _receive(proc)
         assert invalid["id"] is None and invalid["error"]["code"] == guard.INVALID_REQUEST
+        # an id MCP refuses: the SDK read each as a notification and never answered
+        for bad in ({"a": 1}, [1], True, 1.5, None):
+            _send(proc, {"jsonrpc": "2.0", "id": bad, "method": "ping"})
+            invalid = _receive(proc)
+            assert invalid["id"] is None and invalid["error"]["code"] == guard.INVALID_REQUEST
         _send(proc, {"jsonrpc": "2.0", "id": True, "error": "x"})  # a broken response
         _send(proc, {"jsonrpc": "2.0", "id": 8, "method": "ping"})
         assert _receive(proc) == {"jsonrpc": "2.0", "id": 8, "result": {}}
