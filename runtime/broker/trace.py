@@ -134,6 +134,9 @@ class TraceSnapshot:
     approvals: tuple[tuple[str, int], ...] = ()
     #: Each of the profile's quotas that applied to a call of the run, by label.
     quotas: tuple[QuotaState, ...] = ()
+    #: Every refusal the broker made, counted by rule ((rule, count), in first-seen
+    #: order): `refused` stops at MAX_ROWS, these counts do not.
+    refused_by_rule: tuple[tuple[str, int], ...] = ()
 
     def to_dict(self) -> dict[str, object]:
         record: dict[str, object] = {
@@ -211,6 +214,7 @@ class CallTrace:
         self._counts: dict[tuple[str | None, str, str], list[int]] = {}
         self._shed = 0
         self._refused: list[RefusedCall] = []
+        self._by_rule: dict[str, int] = {}
         self._approvals: dict[str, int] = {}
         #: (profile, quota label) -> [taken, refused, left after the latest take]
         self._quotas: dict[tuple[str | None, str], list[int | None]] = {}
@@ -246,6 +250,7 @@ class CallTrace:
             observer.denied(rule, method, path, profile)
 
     def _refuse(self, rule: str, route: Route | None, profile: str | None = None) -> None:
+        self._by_rule[rule] = self._by_rule.get(rule, 0) + 1
         if len(self._refused) < MAX_ROWS:
             method, path = (route.method.upper(), route.path) if route is not None else ("", "")
             self._refused.append(RefusedCall(rule, method, path, profile))
@@ -356,6 +361,7 @@ class CallTrace:
                         self._quotas.items(), key=lambda kv: (kv[0][0] or "", kv[0][1])
                     )
                 ),
+                tuple(self._by_rule.items()),
             )
 
 
@@ -494,11 +500,9 @@ def format_table(snapshot: TraceSnapshot) -> str:
     if snapshot.shed:
         counts += f", shed {snapshot.shed}"
     lines.append(counts)
-    if snapshot.refused:
-        by_rule: dict[str, int] = {}
-        for refused in snapshot.refused:
-            by_rule[refused.rule] = by_rule.get(refused.rule, 0) + 1
-        lines.append("  refused by rule: " + ", ".join(f"{r} {n}" for r, n in by_rule.items()))
+    if snapshot.refused_by_rule:
+        counts = snapshot.refused_by_rule
+        lines.append("  refused by rule: " + ", ".join(f"{r} {n}" for r, n in counts))
     if snapshot.dropped:
         lines.append("  every call sent, by route (rows past the cap included):")
         for c in snapshot.routes:

@@ -170,3 +170,24 @@ def test_table_lists_rows_and_counters() -> None:
     table = format_table(trace.snapshot())
     assert "/v1/items/*" in table and "denied 0, dropped 0" in table
     assert "no call recorded" in format_table(CallTrace().snapshot())
+
+
+def test_refusals_past_the_row_cap_are_still_counted_by_rule() -> None:
+    """Found: 5,000 calls over a budget of 256 printed 'denied 4744' and then 'refused by
+    rule: budget_exhausted 256', counted from the capped list of refusals."""
+    trace = CallTrace()
+    route = parse_route_line("GET /v1/items/*")
+    for _ in range(MAX_ROWS + 50):
+        trace.deny("budget_exhausted")
+    for _ in range(3):
+        trace.deny("parameter_not_granted", route)
+    snapshot = trace.snapshot()
+    assert len(snapshot.refused) == MAX_ROWS
+    assert snapshot.refused_by_rule == (
+        ("budget_exhausted", MAX_ROWS + 50),
+        ("parameter_not_granted", 3),
+    )
+    assert (
+        f"  refused by rule: budget_exhausted {MAX_ROWS + 50}, parameter_not_granted 3"
+        in format_table(snapshot).splitlines()
+    )
