@@ -414,6 +414,8 @@ class Broker:
             status = up.status
         except Fault as fault:
             up, status, failure = None, fault.status, fault.reason
+            if self._ended:  # close() aborted it: the run ended while it was on the wire
+                status, failure = 0, Failure.CANCELLED
         # The content type is the one upstream header every reply carries back, so a key
         # in it withholds the whole reply; any other header holding the key is dropped
         # from the reply by Policy.reply_headers.

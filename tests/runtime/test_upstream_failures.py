@@ -8,6 +8,8 @@ now has a status and short fixed text for the guest and an enum value in the tra
 
 from __future__ import annotations
 
+import threading
+
 import httpcore
 import httpx
 import orjson
@@ -80,3 +82,28 @@ def test_the_reason_reaches_the_guest_and_the_audit_without_the_url() -> None:
     (row,) = orjson.loads(outcome.audit)["calls"]
     assert row["failure"] == "unreachable"
     assert str(port) not in outcome.audit and "secret-segment" not in outcome.audit
+
+
+def test_a_call_on_the_wire_when_the_guest_exits_is_cancelled_not_a_bad_response(
+    api: FakeAPI,
+) -> None:
+    """Found: std.exit while a call waited for a slow API recorded `bad_response`, the
+    fault the aborted socket raised, though the API never answered badly: the run's end
+    aborted it, which the table of failures calls `cancelled`."""
+    answering = threading.Event()
+
+    def slow(handler, seen):  # type: ignore[no-untyped-def]
+        answering.wait(10)  # released when the test ends
+
+    api.responder = slow
+    code = (
+        'import * as std from "qjs:std"; import * as os from "qjs:os";\n'
+        'host.get("/v1/slow"); os.setTimeout(() => std.exit(3), 300);'
+    )
+    try:
+        outcome = run_with_grant(code, profile(api.url, KEY, ("GET /v1/*",)))
+    finally:
+        answering.set()
+    assert outcome.result.exit_code == 3
+    (row,) = orjson.loads(outcome.audit)["calls"]
+    assert (row["status"], row["delivered"], row["failure"]) == (0, False, "cancelled")
