@@ -15,6 +15,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -159,6 +160,8 @@ def _text(result: Any) -> str:
 
 async def _the_scenario(session: ClientSession, fake: FakeAgentMemory) -> None:
     init = await session.initialize()
+    assert init.server_info.name == "plimsoll-specgen"
+    assert init.server_info.version == metadata.version("plimsoll-specgen") != ""
     instructions = init.instructions or ""
     assert "Only the\n3 operation(s)" in instructions
     assert "the key never enters\nthe sandbox" in instructions
