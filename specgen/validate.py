@@ -326,7 +326,8 @@ def _semantic_lines(doc: dict, source: str, family: str) -> list[str]:
                 f"specgen: {source}: validation stopped: {type(exc).__name__}: {one_line(str(exc))}"
             )
             break
-        lines.append(f"specgen: {source}: {one_line(getattr(err, 'message', None) or str(err))}")
+        said = json_worded(err) if hasattr(err, "instance") else str(err)
+        lines.append(f"specgen: {source}: {one_line(said or str(err))}")
     return lines
 
 
@@ -608,7 +609,7 @@ def example_nits(doc: dict, source: str) -> list[str]:
         if error is None:
             continue
         where = json_pointer(error.absolute_path)
-        detail = one_line(error.message) + (f" (at {where} inside the value)" if where else "")
+        detail = one_line(json_worded(error)) + (f" (at {where} inside the value)" if where else "")
         line = (
             f"specgen: {source}: nit: {check.kind} at {check.value_pointer} "
             f"contradicts the schema at {check.schema_pointer}: {detail}"
@@ -648,6 +649,23 @@ def _unchecked_line(source: str, pattern: str) -> str:
         "or defaults: it needs backtracking (backreferences or lookaround), which can take "
         "time exponential in the value, or is too large for the linear-time engine"
     )
+
+
+def json_worded(error: Any) -> str:
+    """jsonschema's message with the value it starts with written as JSON: the library
+    writes Python's repr, so a JSON null reads `None is not valid ...` and an object
+    `{'a': True}`. Strings and numbers read the same either way and are left as written."""
+    message = str(error.message)
+    value = error.instance
+    if value is None or isinstance(value, bool | dict | list):
+        shown = repr(value)
+        if message.startswith(shown):
+            try:
+                as_json = json.dumps(value, ensure_ascii=False)
+            except (TypeError, ValueError):
+                return message
+            return as_json + message[len(shown) :]
+    return message
 
 
 def _first_error(validator: Any, value: Any) -> Any:

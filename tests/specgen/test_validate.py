@@ -405,3 +405,25 @@ def test_a_reference_that_cannot_be_followed_is_named_in_a_short_line(version: s
     (line,) = full_report(doc, "x.json")
     assert '$ref "other.json#/Pet" cannot be followed' in line
     assert len(line) < 200
+
+
+_ONE_OF = {"oneOf": [{"type": "string"}, {"type": "integer"}]}
+
+
+@pytest.mark.parametrize(
+    ("schema", "example", "said"),
+    [
+        (_ONE_OF, None, "null is not valid under any of the given schemas"),
+        ({"type": "string"}, {"a": True}, "{\"a\": true} is not of type 'string'"),
+        ({"type": "string"}, [False], "[false] is not of type 'string'"),
+        ({"type": "string"}, 5, "5 is not of type 'string'"),
+    ],
+)
+def test_a_nit_shows_the_value_as_json_not_as_python(
+    schema: dict[str, Any], example: Any, said: str
+) -> None:
+    """jsonschema writes the value with Python's repr: a JSON null read `None`."""
+    doc = minimal()
+    doc["components"]["schemas"]["Pet"] = {**schema, "example": example}
+    (line,) = full_report(doc, "x.json")
+    assert line.endswith(f"contradicts the schema at /components/schemas/Pet: {said}")
