@@ -263,10 +263,12 @@ def _unlisted_note(result: Result, entry: AllowEntry) -> str | None:
     if not names:
         return None
     shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
-    items = [str(p) for p in entry.query] + missing[:4]
+    items = [str(p) for p in entry.query] + missing
     example = f"{entry.route}?{'&'.join(items)}" if missing else ""
+    headers_too = len(missing) < len(names)
     how = (
-        f" (e.g. --allow {go_quote(example)}; headers in the object form)"
+        f" (every query parameter: --allow {go_quote(example)}"
+        + ("; headers in the object form)" if headers_too else ")")
         if example
         else ' (the object form: {"route": ..., "headers": [...]})'
     )
