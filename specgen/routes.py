@@ -129,7 +129,7 @@ def pattern_error(path: str, *, trailing_slash: bool = True, partial: bool = Fal
     if (
         _PLAIN_PATTERN.fullmatch(path) is not None
         and (trailing_slash or not path.endswith("/"))
-        and path.count("/") <= MAX_SEGMENTS
+        and _segments(path) <= MAX_SEGMENTS
     ):
         return None
     return _pattern_checks(path, trailing_slash, partial)
@@ -151,9 +151,14 @@ def _pattern_checks(path: str, trailing_slash: bool, partial: bool) -> str | Non
     for seg in path.split("/"):
         if "*" in seg and seg != "*" and not (partial and partial_segment(seg) is not None):
             return ERR_WILDCARD
-    if path.count("/") > MAX_SEGMENTS:
+    if _segments(path) > MAX_SEGMENTS:
         return ERR_DEEP
     return None
+
+
+def _segments(path: str) -> int:
+    """How many segments `path` has; a trailing slash adds none."""
+    return path.count("/") - path.endswith("/")
 
 
 def partial_segment(seg: str) -> tuple[str, str] | None:

@@ -20,13 +20,27 @@ from hypothesis import strategies as st
 
 from specgen import allow, naming, operations, render, report
 from specgen.quoting import go_quote, js_string
-from specgen.routes import _CC_OR_TERMINATOR, _pattern_checks, has_control, pattern_error
+from specgen.routes import (
+    _CC_OR_TERMINATOR,
+    MAX_SEGMENTS,
+    _pattern_checks,
+    has_control,
+    pattern_error,
+)
 from tests.specgen.test_quoting_equivalence import old_go_quote, old_js_string
 
 #: Characters each rule looks at, plus ordinary ones so that plain patterns are common.
 _ROUTE_CHARS = st.sampled_from(list("/*.;%?#\\{}ab-_~$&+,:=@ \x00\x7f\x85é\u2028"))
-routes = st.builds(lambda s: "/" + s, st.text(_ROUTE_CHARS, max_size=24)) | st.text(
-    _ROUTE_CHARS, max_size=24
+routes = (
+    st.builds(lambda s: "/" + s, st.text(_ROUTE_CHARS, max_size=24))
+    | st.text(_ROUTE_CHARS, max_size=24)
+    # around the segment bound, with and without a trailing slash or a wildcard
+    | st.builds(
+        lambda n, seg, end: seg * n + end,
+        st.integers(MAX_SEGMENTS - 2, MAX_SEGMENTS + 2),
+        st.sampled_from(["/a", "/*", "/a.b"]),
+        st.sampled_from(["", "/", "/x"]),
+    )
 )
 
 
@@ -40,6 +54,8 @@ routes = st.builds(lambda s: "/" + s, st.text(_ROUTE_CHARS, max_size=24)) | st.t
 @example("/a/*.json", True, False)
 @example("/a//b", True, True)
 @example("/a/...", True, True)
+@example("/a" * MAX_SEGMENTS + "/", True, False)
+@example("/a" * (MAX_SEGMENTS + 1), True, False)
 def test_pattern_error_fast_path_agrees_with_the_checks(
     path: str, trailing_slash: bool, partial: bool
 ) -> None:

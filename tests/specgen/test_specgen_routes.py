@@ -385,3 +385,12 @@ def test_covers_with_partial_segments() -> None:
     assert part.covers(Route(path="/files/a.json", method="GET"))
     assert not part.covers(Route(path="/files/a.xml", method="GET"))
     assert not Route(path="/files/*:x", method="GET").covers(Route(path="/files/*:y", method="GET"))
+
+
+def test_the_segment_bound_counts_segments_not_slashes() -> None:
+    from specgen.routes import ERR_DEEP, MAX_SEGMENTS, pattern_error
+
+    assert pattern_error("/a" * MAX_SEGMENTS) is None
+    assert pattern_error("/a" * MAX_SEGMENTS + "/") is None  # a trailing slash adds none
+    assert pattern_error("/a" * (MAX_SEGMENTS + 1)) == ERR_DEEP
+    assert pattern_error("/*" * (MAX_SEGMENTS + 1)) == ERR_DEEP
