@@ -103,8 +103,10 @@ def global_name_error(name: str) -> str | None:
     for `--global` and a grant's `global` alike."""
     if not _GLOBAL_NAME.match(name):
         return "is not a JS identifier ([A-Za-z_$][A-Za-z0-9_$]*)"
-    if name in RESERVED or name in _NOT_ASSIGNABLE:
+    if name in RESERVED:
         return "is a reserved word in JS"
+    if name in _NOT_ASSIGNABLE:
+        return "is a global JS does not let a script replace"
     return None
 
 

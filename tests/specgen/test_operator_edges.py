@@ -63,7 +63,7 @@ def write(path: Path, data: Any) -> Path:
         ("1abc", "is not a JS identifier"),
         ("", "is not a JS identifier"),
         ("class", "is a reserved word in JS"),
-        ("undefined", "is a reserved word in JS"),
+        ("undefined", "is a global JS does not let a script replace"),
     ],
 )
 def test_global_must_be_a_js_identifier(name: str, why: str) -> None:
