@@ -487,6 +487,9 @@ def _serve(settings: _Settings) -> None:
         )
 
     from runtime.mcp.audit import AuditFileError, AuditLog
+    from runtime.mcp.log_lines import log_in_lines
+
+    log_in_lines()  # before anything logs, and before the SDK would set up Rich's
     from runtime.mcp.runner import (
         GrantError,
         close_pool,
@@ -537,9 +540,6 @@ def _serve(settings: _Settings) -> None:
     except (GrantError, SpecError, AuditFileError) as exc:
         close_pool(grants)
         _refuse(str(exc))
-    from runtime.mcp.log_lines import log_in_lines
-
-    log_in_lines()  # before the SDK's server sets up its own (Rich) logging
     server = build_server(prepared, audit, auth)
     import anyio
 

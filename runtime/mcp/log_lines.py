@@ -37,13 +37,32 @@ class OneLine(logging.Formatter):
         return "\n".join([line, *(visible(t) for t in "".join(trace).splitlines())])
 
 
-def log_in_lines(stream: TextIO | None = None) -> None:
-    """Send every log record to `stream` (stderr) in `OneLine`s, warnings and worse: the
-    root logger gets this handler first, so the SDK's own set-up, which only configures
-    a logger with no handler, leaves it alone."""
-    handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
-    handler.setFormatter(OneLine())
+class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+    """A handler that writes to whatever `sys.stderr` is when a record comes, as the
+    last-resort handler does, not the stream of the moment it was made."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    @property  # type: ignore[override]
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _: TextIO) -> None:
+        pass
+
+
+def log_in_lines() -> None:
+    """Send every log record to stderr in `OneLine`s, warnings and worse. The root
+    logger gets this handler before the SDK is set up, whose own set-up only configures
+    a root logger with no handler, so it leaves this one alone. Calling it again adds
+    nothing."""
     root = logging.getLogger()
+    if any(isinstance(h.formatter, OneLine) for h in root.handlers):
+        return
+    handler = _Stderr()
+    handler.setFormatter(OneLine())
     root.addHandler(handler)
     root.setLevel(logging.WARNING)
 

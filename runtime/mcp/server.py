@@ -27,7 +27,6 @@ import functools
 import ipaddress
 import itertools
 import logging
-import os
 import secrets
 import signal
 import socket
@@ -54,7 +53,6 @@ from runtime.mcp.runner import Grant, Run, Together, as_one, engine_error
 from runtime.mcp.tools import Catalog, CatalogPart, execute_answer
 from specgen.grant_view import GrantView, grant_description, matched
 from specgen.load import read_bytes
-from specgen.quoting import capped, visible
 from specgen.render import render
 
 #: Sandboxes that may run at once; later executes wait for a slot.
@@ -379,12 +377,11 @@ def build_server(
             audit.write(grant.not_run(trace_id, "cancelled", caller=who))
             return _text("execute: the server is stopping; the code did not run", is_error=True)
         if not isinstance(outcome, Run):  # never raise out of a tool; never show internals
-            # One line, as every refusal is; the traceback too with SPECGEN_DEBUG set.
-            debug = bool(os.environ.get("SPECGEN_DEBUG")) and isinstance(outcome, BaseException)
+            # `specgen mcp` writes it in one line (log_lines.py), the traceback only with
+            # SPECGEN_DEBUG set; an embedding application's logging decides for itself.
             log.error(
-                "execute failed: internal error: %s",
-                capped(visible(f"{type(outcome).__name__}: {outcome}".splitlines()[0])),
-                exc_info=outcome if debug else None,
+                "execute failed: internal error",
+                exc_info=outcome if isinstance(outcome, BaseException) else None,
             )
             audit.write(
                 grant.not_run(trace_id, type(outcome).__name__, mark="internal_error", caller=who)

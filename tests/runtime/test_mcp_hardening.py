@@ -42,6 +42,7 @@ from examples.memory_grant.fake import FakeAgentMemory
 from examples.memory_grant.runner import CALLER, GRANTS, PROFILE, TOKEN, TOKEN_ENV
 from runtime.mcp import guard, server
 from runtime.mcp.audit import AuditLog
+from runtime.mcp.log_lines import OneLine
 from runtime.mcp.runner import Grant, Run, open_grant
 from tests.runtime.test_mcp_clients import ROOT, SPEC, SPECGEN, _args
 
@@ -318,11 +319,14 @@ def test_a_run_that_crashes_the_host_is_still_on_the_record(
     assert record["trace_id"].endswith(":1")
     # the operator's log says what it was in one line, with no traceback unless asked
     (logged,) = [r for r in caplog.records if r.name == "runtime.mcp.server"]
-    assert logged.getMessage() == (
-        "execute failed: internal error: RuntimeError: planted fault with a detail the"
-        " client must not see"
+    monkeypatch.delenv("SPECGEN_DEBUG", raising=False)
+    assert OneLine().format(logged) == (
+        "specgen: error: execute failed: internal error: RuntimeError: planted fault with a"
+        " detail the client must not see"
     )
-    assert logged.exc_info is None
+    monkeypatch.setenv("SPECGEN_DEBUG", "1")
+    shown = OneLine().format(logged).splitlines()
+    assert shown[1] == "Traceback (most recent call last):" and "planted" in shown[-1]
 
 
 class _FailedPool:
