@@ -25,6 +25,7 @@ and held without a total, and stdin lines of any length. Here:
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections import OrderedDict
@@ -98,7 +99,18 @@ def _unreadable(exc: Exception) -> JSONRPCError | None:
     problems = exc.errors()
     if any(p["type"] == "json_invalid" for p in problems):
         return _error(None, "not JSON", PARSE_ERROR)
-    sent = next((p["input"] for p in problems if isinstance(p.get("input"), dict)), None)
+    # The message itself is the input of an error about the whole of it (its `loc` one
+    # name: the union member) or about a field it lacks (two); a field's own error has
+    # that field's value as its input, which may be an object with an "id" of its own.
+    sent = next(
+        (
+            p["input"]
+            for p in problems
+            if isinstance(p.get("input"), dict)
+            and (len(p["loc"]) == 1 or (len(p["loc"]) == 2 and p["type"] == "missing"))
+        ),
+        None,
+    )
     if isinstance(sent, dict) and "method" not in sent and ("result" in sent or "error" in sent):
         return None
     raw = sent.get("id") if isinstance(sent, dict) else None
@@ -163,6 +175,8 @@ class BoundedStdin:
 
     def _read_line(self) -> str | None:
         line = self._file.readline(self._limit + 1)
+        while line.isspace():  # a blank line is no message, so nothing answers it
+            line = self._file.readline(self._limit + 1)
         if not line:
             return None
         if line.endswith(b"\n") or len(line) <= self._limit:
@@ -189,6 +203,8 @@ def _bad_id(line: bytes) -> bool:
     if not isinstance(message, dict) or "method" not in message or "id" not in message:
         return False
     request_id = message["id"]
+    if isinstance(request_id, float):  # orjson reads an integer past 64 bits as a float
+        request_id = json.loads(line)["id"]
     return not isinstance(request_id, str | int) or isinstance(request_id, bool)
 
 

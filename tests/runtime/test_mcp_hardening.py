@@ -652,6 +652,14 @@ def test_a_line_that_is_not_a_message_is_answered_as_json_rpc_says(
         _send(proc, {"jsonrpc": "2.0", "id": 7, "method": 5})
         invalid = _receive(proc)
         assert invalid["id"] == 7 and invalid["error"]["code"] == guard.INVALID_REQUEST
+        for method in ({"id": 7}, {"result": 1}):  # an object with an id, or a result, in it
+            _send(proc, {"jsonrpc": "2.0", "id": 5, "method": method})
+            invalid = _receive(proc)
+            assert invalid["id"] == 5 and invalid["error"]["code"] == guard.INVALID_REQUEST
+        proc.write(b"\n  \r\n")  # blank lines are no messages: nothing answers them
+        big = 123456789012345678901234567890  # an integer id past 64 bits is an id
+        _send(proc, {"jsonrpc": "2.0", "id": big, "method": "ping"})
+        assert _receive(proc) == {"jsonrpc": "2.0", "id": big, "result": {}}
         proc.write(b"[1, 2]\n")
         invalid = _receive(proc)
         assert invalid["id"] is None and invalid["error"]["code"] == guard.INVALID_REQUEST
