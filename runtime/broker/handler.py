@@ -80,6 +80,9 @@ MAX_HELD_REQUEST_BYTES = 32 << 20
 UPSTREAM_TIMEOUT_S = 60.0
 #: How long ending a session waits for calls still in flight (seconds).
 END_GRACE_S = 2.0
+#: What a call whose socket close() shut fails with; any other fault (a reply too large,
+#: one the upstream sent with a status) is the upstream's, whenever it came.
+_ABORT_FAULTS = frozenset({Failure.BAD_RESPONSE, Failure.UNREACHABLE, Failure.TIMEOUT})
 #: How often a started call waiting for a free slot looks whether the session ended.
 _SLOT_POLL_S = 0.01
 
@@ -185,6 +188,8 @@ class Broker:
         self._lock = threading.Lock()
         self._calls = 0
         self._ended = False
+        #: close() shut the sockets of the calls on the wire (a transport that can).
+        self._aborted = False
         #: Admitted calls not yet answered, by seq: what close() records as cancelled.
         self._open: dict[int, _Admitted] = {}
         #: Request bytes those calls hold (see MAX_HELD_REQUEST_BYTES).
@@ -414,8 +419,9 @@ class Broker:
             status = up.status
         except Fault as fault:
             up, status, failure = None, fault.status, fault.reason
-            if self._ended:  # close() aborted it: the run ended while it was on the wire
-                status, failure = 0, Failure.CANCELLED
+            if self._aborted and status == 0 and failure in _ABORT_FAULTS:
+                # close() shut its socket: the run ended while it was on the wire
+                failure = Failure.CANCELLED
         # The content type is the one upstream header every reply carries back, so a key
         # in it withholds the whole reply; any other header holding the key is dropped
         # from the reply by Policy.reply_headers.
@@ -528,6 +534,7 @@ class Broker:
         self._ended = True
         abort = getattr(self._transport, "abort", None)
         if callable(abort):
+            self._aborted = True
             abort()
         taken = self._slots.drain(END_GRACE_S)
         try:

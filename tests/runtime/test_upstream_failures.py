@@ -9,6 +9,7 @@ now has a status and short fixed text for the guest and an enum value in the tra
 from __future__ import annotations
 
 import threading
+import time
 
 import httpcore
 import httpx
@@ -107,3 +108,29 @@ def test_a_call_on_the_wire_when_the_guest_exits_is_cancelled_not_a_bad_response
     assert outcome.result.exit_code == 3
     (row,) = orjson.loads(outcome.audit)["calls"]
     assert (row["status"], row["delivered"], row["failure"]) == (0, False, "cancelled")
+
+
+def test_a_fault_the_broker_did_not_cause_keeps_its_reason_after_the_run_ends() -> None:
+    """Only a call whose socket close() shut is `cancelled`: a transport the broker cannot
+    abort (a caller's own) that fails while the run ends failed on its own."""
+    release = threading.Event()
+
+    def dropped(request: httpx.Request) -> httpx.Response:
+        release.wait(5)
+        raise httpx.ReadError("the connection dropped")
+
+    broker = Broker(
+        profile("https://api.example.com", KEY, ("GET /v1/*",)),
+        transport=httpx.MockTransport(dropped),
+    )
+    call = threading.Thread(target=broker, args=(HostRequest("GET", "/v1/x", None),))
+    call.start()
+    time.sleep(0.2)  # on the wire
+    closing = threading.Thread(target=broker.close)
+    closing.start()
+    time.sleep(0.1)  # the run has ended; the call fails now
+    release.set()
+    closing.join(10)
+    call.join(10)
+    (row,) = broker.trace.snapshot().rows
+    assert (row.status, row.failure) == (0, "bad_response")
