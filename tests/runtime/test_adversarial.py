@@ -546,17 +546,22 @@ def test_deep_recursion_on_a_small_host_stack_does_not_kill_the_process():
 
 
 def test_specgen_run_reads_a_bounded_amount_of_code(tmp_path):
-    """Found: `specgen run /dev/zero` read forever; now it is the one-line size refusal."""
+    """Found: `specgen run /dev/zero` read forever; a device is now refused before it is
+    opened, and a regular file past the bound in one line."""
     from click.testing import CliRunner
 
     from runtime.cli import run as run_command
 
-    result = CliRunner().invoke(
-        run_command,
-        ["/dev/zero", "--grants", str(tmp_path / "g.json"), "--profile", "p", "--caller", "c"],
-    )
-    assert result.exit_code == 1
-    assert result.stderr == 'specgen: read "/dev/zero": larger than 1048576 bytes\n'
+    large = tmp_path / "large.js"
+    large.write_bytes(b"/" * ((1 << 20) + 1))
+    rest = ["--grants", str(tmp_path / "g.json"), "--profile", "p", "--caller", "c"]
+    for code, said in (
+        ("/dev/zero", "not a regular file"),
+        (str(large), "larger than 1048576 bytes"),
+    ):
+        result = CliRunner().invoke(run_command, [code, *rest])
+        assert result.exit_code == 1
+        assert result.stderr == f'specgen: read "{code}": {said}\n'
 
 
 def test_a_body_with_a_long_integer_is_forwarded_byte_for_byte():
