@@ -26,27 +26,14 @@ from __future__ import annotations
 import sys
 from typing import IO
 
-from specgen.quoting import capped, is_invisible
-from specgen.routes import is_control
+from specgen.quoting import capped, escaped_line
 
 #: The exit code of every refusal: refused input, before or instead of a run.
 EXIT_REFUSED = 1
 
 
-def one_line(s: str) -> str:
-    """Escape control characters, line terminators, lone surrogates and every other
-    character a reader cannot see (a bidi override that reorders the line, a tag
-    character: `specgen.quoting.is_invisible`) as \\uXXXX (\\UXXXXXXXX past U+FFFF)."""
-    return "".join(_escaped(ch) if _hidden(ch) else ch for ch in s)
-
-
-def _hidden(ch: str) -> bool:
-    return is_control(ch) or 0xD800 <= ord(ch) <= 0xDFFF or is_invisible(ch)
-
-
-def _escaped(ch: str) -> str:
-    code = ord(ch)
-    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+#: Escape what a reader cannot see, so a refusal line stays one line (specgen.quoting).
+one_line = escaped_line
 
 
 class Refusal(Exception):

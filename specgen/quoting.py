@@ -258,3 +258,24 @@ def as_text(s: str) -> str:
     except UnicodeEncodeError:
         raw = s.encode("utf-8", "surrogatepass")
     return raw.decode("utf-8", "backslashreplace")
+
+
+def escaped_line(s: str) -> str:
+    """`s` with every character `is_invisible` names (controls, line terminators, lone
+    surrogates, bidi and tag characters) as \\uXXXX (\\UXXXXXXXX past U+FFFF): the
+    escape a refusal line uses, so it stays one line and shows what it quotes."""
+    if s.isascii() and s.isprintable():
+        return s
+    return "".join(_json_escape(ch) if is_invisible(ch) else ch for ch in s)
+
+
+def _json_escape(ch: str) -> str:
+    code = ord(ch)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def json_quoted(s: str) -> str:
+    """Go-%q-like quoting: a double-quoted string with JSON's escapes, always one line."""
+    import json
+
+    return escaped_line(json.dumps(s, ensure_ascii=False))

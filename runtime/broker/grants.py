@@ -37,7 +37,7 @@ from runtime.broker.token_block import (
     TokenBlockError,
     parse_token,
 )
-from runtime.errors import GrantsError, one_line
+from runtime.errors import GrantsError
 from runtime.messages import MSG_NOT_AVAILABLE
 from specgen.allow import (
     AllowEntry,
@@ -50,6 +50,7 @@ from specgen.files import read_input, read_regular
 from specgen.naming import global_name_error
 from specgen.origins import ANY_PORT, OriginFault, encodable, origin_fault
 from specgen.preamble import built_for
+from specgen.quoting import json_quoted
 from specgen.route_index import RouteIndex
 from specgen.routes import (
     GRANT_METHODS,
@@ -194,8 +195,8 @@ class Profile:
             _admits(entry, base_url) for entry in self.base_url_overrides
         ):
             raise GrantsError(
-                f"--base-url: {_quote(base_url)} is not in the base_url_overrides of "
-                f"profile {_quote(self.name)}"
+                f"--base-url: {json_quoted(base_url)} is not in the base_url_overrides of "
+                f"profile {json_quoted(self.name)}"
             )
         return replace(self, base_url=base_url)
 
@@ -228,7 +229,7 @@ class Grants:
         for profile in self.profiles:
             if profile.name == name and profile.allows(caller):
                 return profile
-        raise GrantsError(MSG_NOT_AVAILABLE.format(name=_quote(name)))
+        raise GrantsError(MSG_NOT_AVAILABLE.format(name=json_quoted(name)))
 
 
 # ---------------------------------------------------------------------------------------
@@ -254,7 +255,7 @@ def load(path: str | os.PathLike[str], *, environ: Mapping[str, str] | None = No
         raise GrantsError(f"grants: parse {p}: the top level must be an object")
     for key in doc:
         if key != "profiles":
-            raise GrantsError(f"grants: parse {p}: unknown field {_quote(key)}")
+            raise GrantsError(f"grants: parse {p}: unknown field {json_quoted(key)}")
     profiles = doc.get("profiles")
     if not isinstance(profiles, dict):
         raise GrantsError(f'grants: parse {p}: "profiles" must be an object')
@@ -270,7 +271,7 @@ def _parse(raw: bytes, p: Path) -> Any:
         out: dict[str, Any] = {}
         for k, v in items:
             if k in out:
-                raise _ParseFault(f"duplicate key {_quote(k)}")
+                raise _ParseFault(f"duplicate key {json_quoted(k)}")
             out[k] = v
         return out
 
@@ -322,7 +323,7 @@ def _load_profile(name: str, body: Any, base_dir: Path, env: Mapping[str, str]) 
     try:
         return _build_profile(name, body, base_dir, env)
     except (_ProfileFault, RouteError, CapsError) as e:
-        raise GrantsError(f"grants: profile {_quote(name)}: {e}") from None
+        raise GrantsError(f"grants: profile {json_quoted(name)}: {e}") from None
 
 
 def _build_profile(name: str, body: Any, base_dir: Path, env: Mapping[str, str]) -> Profile:
@@ -331,7 +332,7 @@ def _build_profile(name: str, body: Any, base_dir: Path, env: Mapping[str, str])
         raise _ProfileFault("must be an object")
     for key in body:
         if key not in _PROFILE_FIELDS:
-            raise _ProfileFault(f"unknown field {_quote(key)}")
+            raise _ProfileFault(f"unknown field {json_quoted(key)}")
     # JSON null counts as absent, as in the reference's decoder.
     body = {k: v for k, v in body.items() if v is not None}
 
@@ -376,12 +377,12 @@ def _build_profile(name: str, body: Any, base_dir: Path, env: Mapping[str, str])
     for scope in scopes:
         if not scope or any(ch.isspace() for ch in scope):
             raise _ProfileFault(
-                f"host-api grant: scope {_quote(scope)} must be one non-empty token "
+                f"host-api grant: scope {json_quoted(scope)} must be one non-empty token "
                 "without whitespace"
             )
         if scope in ("code:run", "*"):
             raise _ProfileFault(
-                f"host-api grant: forbidden scope {_quote(scope)} "
+                f"host-api grant: forbidden scope {json_quoted(scope)} "
                 '(a capability token must never carry code:run or "*")'
             )
     if not allow:
@@ -391,7 +392,7 @@ def _build_profile(name: str, body: Any, base_dir: Path, env: Mapping[str, str])
     _check_routes(allow, "host-api grant: ")
     why = global_name_error(global_name)
     if why is not None:  # the client is installed as globalThis[NAME], called as NAME.x()
-        raise _ProfileFault(f"global {_quote(global_name)} {why}")
+        raise _ProfileFault(f"global {json_quoted(global_name)} {why}")
     _check_preamble_global(global_name, preamble)
     route_caps = check_caps(cap_lines, allow)
     if health is not None:
@@ -440,7 +441,7 @@ def _quotas(raw: Any, allow: tuple[Route, ...]) -> tuple[Quota, ...]:
             raise _ProfileFault(f'{where} must be an object like {{"calls": 20, "per": "minute"}}')
         for key in item:
             if key not in _QUOTA_KEYS:
-                raise _ProfileFault(f"{where}: unknown field {_quote(key)}")
+                raise _ProfileFault(f"{where}: unknown field {json_quoted(key)}")
         calls = item.get("calls")
         if isinstance(calls, bool) or not isinstance(calls, int):
             raise _ProfileFault(f"{where}: calls must be a whole number")
@@ -460,7 +461,7 @@ def _quotas(raw: Any, allow: tuple[Route, ...]) -> tuple[Quota, ...]:
             method, _, path = text.strip().partition(" ")
             route = Route(path.strip(), method.upper())
             if route not in allow:
-                raise _ProfileFault(f"{where}: route {_quote(text)} is not an entry of allow")
+                raise _ProfileFault(f"{where}: route {json_quoted(text)} is not an entry of allow")
         quota = Quota(calls, per, by, route)
         if quota in out:
             raise _ProfileFault(f"{where} repeats an earlier limit")
@@ -479,7 +480,7 @@ def _approve_methods(raw: Any) -> frozenset[str]:
     methods = [m.upper() for m in raw]
     for method in methods:
         if method not in GRANT_METHODS:
-            raise _ProfileFault(f"approve: {_quote(method)} is not a method a grant permits")
+            raise _ProfileFault(f"approve: {json_quoted(method)} is not a method a grant permits")
     if len(set(methods)) != len(methods):
         raise _ProfileFault("approve lists a method twice")
     return frozenset(methods)
@@ -514,7 +515,7 @@ def _fixed_headers(
             raise _ProfileFault(err)
         if name.lower() in seen:
             raise _ProfileFault(
-                f"headers {_quote(name)} is given twice (names are case-insensitive)"
+                f"headers {json_quoted(name)} is given twice (names are case-insensitive)"
             )
         seen.add(name.lower())
         out.append((name, value))
@@ -538,7 +539,7 @@ def _check_entry_headers(
         for permit in entry.headers:
             if permit.name.lower() in taken:
                 raise _ProfileFault(
-                    f"allow entry {_quote(str(entry.route))} lists header {_quote(permit.name)}, "
+                    f"allow entry {json_quoted(str(entry.route))} lists header {json_quoted(permit.name)}, "
                     "which the profile's headers set for every call"
                 )
 
@@ -551,14 +552,16 @@ def _overrides(body: dict[str, Any]) -> tuple[str, ...]:
         fault = origin_fault(entry, any_port=True)
         if fault is OriginFault.ANY_PORT_NOT_LOOPBACK:
             raise _ProfileFault(
-                f"base_url_overrides {_quote(entry)}: port {ANY_PORT} is allowed only "
+                f"base_url_overrides {json_quoted(entry)}: port {ANY_PORT} is allowed only "
                 "for a loopback host"
             )
         if fault is not None:
-            said = _BASE_URL_SAYS[fault].format(url=_quote(entry))
-            raise _ProfileFault(f"base_url_overrides {_quote(entry)}: {said.split(': ', 1)[1]}")
+            said = _BASE_URL_SAYS[fault].format(url=json_quoted(entry))
+            raise _ProfileFault(
+                f"base_url_overrides {json_quoted(entry)}: {said.split(': ', 1)[1]}"
+            )
         if entry in out:
-            raise _ProfileFault(f"base_url_overrides contains duplicate {_quote(entry)}")
+            raise _ProfileFault(f"base_url_overrides contains duplicate {json_quoted(entry)}")
         out.append(entry)
     return tuple(out)
 
@@ -586,9 +589,9 @@ def _check_preamble_global(global_name: str, preamble: str) -> None:
     built = built_for(preamble)
     if built is not None and built != global_name:
         raise _ProfileFault(
-            f"global {_quote(global_name)} differs from the preamble's global "
-            f"{_quote(built)}, so the preamble would install nothing; set global to "
-            f"{_quote(built)} or rebuild the preamble with --global {_quote(global_name)}"
+            f"global {json_quoted(global_name)} differs from the preamble's global "
+            f"{json_quoted(built)}, so the preamble would install nothing; set global to "
+            f"{json_quoted(built)} or rebuild the preamble with --global {json_quoted(global_name)}"
         )
 
 
@@ -659,7 +662,9 @@ def _callers(body: dict[str, Any]) -> tuple[str, ...]:
         if not caller:
             raise _ProfileFault("allowed_callers contains an empty principal")
         if caller in out:
-            raise _ProfileFault(f"allowed_callers contains duplicate principal {_quote(caller)}")
+            raise _ProfileFault(
+                f"allowed_callers contains duplicate principal {json_quoted(caller)}"
+            )
         out.append(caller)
     return tuple(out)
 
@@ -672,10 +677,10 @@ def _preamble(body: dict[str, Any], base_dir: Path) -> str:
     if not rel:
         return inline
     if "\x00" in rel:
-        raise _ProfileFault(f"read preamble_file: the name contains a NUL byte: {_quote(rel)}")
+        raise _ProfileFault(f"read preamble_file: the name contains a NUL byte: {json_quoted(rel)}")
     candidate = Path(os.path.normpath(base_dir / rel))
     if Path(rel).is_absolute() or not candidate.is_relative_to(base_dir):
-        raise _ProfileFault(f"preamble_file {_quote(rel)} escapes the grants directory")
+        raise _ProfileFault(f"preamble_file {json_quoted(rel)} escapes the grants directory")
     try:
         resolved = candidate.resolve(strict=True)
         real_dir = base_dir.resolve(strict=True)
@@ -683,13 +688,15 @@ def _preamble(body: dict[str, Any], base_dir: Path) -> str:
         # a relative name is read from the grants file's folder, not the working one
         raise _ProfileFault(
             f"read preamble_file: {e.strerror or e}: {rel} (in the grants file's folder, "
-            f"{_quote(str(base_dir))})"
+            f"{json_quoted(str(base_dir))})"
         ) from None
     except RuntimeError:
         # Python before 3.13 turns a symlink loop (ELOOP) into RuntimeError here.
         raise _ProfileFault(f"read preamble_file: {os.strerror(errno.ELOOP)}: {rel}") from None
     if not resolved.is_relative_to(real_dir):
-        raise _ProfileFault(f"preamble_file {_quote(rel)} resolves outside the grants directory")
+        raise _ProfileFault(
+            f"preamble_file {json_quoted(rel)} resolves outside the grants directory"
+        )
     try:
         data = read_regular(resolved)
     except OSError as e:
@@ -721,7 +728,7 @@ def _check_health(route: Route) -> None:
         raise _ProfileFault("host-api grant: health_check method and path must be valid UTF-8")
     if route.method != "GET":
         raise _ProfileFault(
-            f"host-api grant: health_check must be a GET route, got {_quote(route.method)}"
+            f"host-api grant: health_check must be a GET route, got {json_quoted(route.method)}"
         )
     if "*" in route.path:
         raise _ProfileFault(
@@ -730,7 +737,7 @@ def _check_health(route: Route) -> None:
         )
     reason = pattern_error(route.path)
     if reason is not None:
-        raise _ProfileFault(f"host-api grant: health_check {_quote(route.path)}: {reason}")
+        raise _ProfileFault(f"host-api grant: health_check {json_quoted(route.path)}: {reason}")
 
 
 #: The loader's words for each origin fault (the reference's texts); `{url}` is quoted.
@@ -748,12 +755,7 @@ _BASE_URL_SAYS = {
 def base_url_error(url: str) -> str | None:
     """Why `url` cannot be a grant's base_url (origin only; https unless loopback)."""
     fault = origin_fault(url)
-    return None if fault is None else _BASE_URL_SAYS[fault].format(url=_quote(url))
-
-
-def _quote(s: str) -> str:
-    """Go-%q-like quoting: a double-quoted string with escapes, always on one line."""
-    return one_line(json.dumps(s, ensure_ascii=False))
+    return None if fault is None else _BASE_URL_SAYS[fault].format(url=json_quoted(url))
 
 
 __all__ = [

@@ -23,13 +23,12 @@ there would replace what the policy approved or split the request. The checks ra
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtime.errors import one_line
+from specgen.quoting import json_quoted
 
 #: The per-run token's lifetime when `ttl_sec` is absent or not positive (seconds).
 DEFAULT_JWT_TTL_S = 60
@@ -163,10 +162,10 @@ def parse_token(spec: Any, env: Mapping[str, str]) -> TokenBlock:
     if not isinstance(kind, str):
         raise TokenBlockError("token.type must be a string")
     if kind not in _FIELDS:
-        raise TokenBlockError(f"unknown token.type {_quote(kind)} (want static|basic|jwt)")
+        raise TokenBlockError(f"unknown token.type {json_quoted(kind)} (want static|basic|jwt)")
     for key in spec:
         if key not in _FIELDS[kind]:
-            raise TokenBlockError(f"token: unknown field {_quote(key)} for a {kind} token")
+            raise TokenBlockError(f"token: unknown field {json_quoted(key)} for a {kind} token")
     # JSON null counts as absent, as everywhere in the grants file.
     spec = {k: v for k, v in spec.items() if v is not None}
     if kind == "static":
@@ -189,9 +188,9 @@ def _static(spec: dict[str, Any], env: Mapping[str, str]) -> HeaderKey | QueryKe
         param = _text(spec, "query")
         if not _QUERY_NAME.match(param):
             raise TokenBlockError(
-                f"token.query {_quote(param)} must be 1 to 128 characters from A-Z a-z 0-9 . _ ~ -"
+                f"token.query {json_quoted(param)} must be 1 to 128 characters from A-Z a-z 0-9 . _ ~ -"
             )
-        _check_printable(value, f"token env {_quote(var)}")
+        _check_printable(value, f"token env {json_quoted(var)}")
         return QueryKey(env=var, secret=Secret(value), param=param)
     header, template = _header_and_value(spec)
     if template == "Bearer {token}":
@@ -200,10 +199,10 @@ def _static(spec: dict[str, Any], env: Mapping[str, str]) -> HeaderKey | QueryKe
         # the same outcome stated earlier, and the message never includes the value.
         if not all(0x21 <= ord(ch) <= 0x7E for ch in value):
             raise TokenBlockError(
-                f"token env {_quote(var)} is not a bearer token (printable ASCII, no spaces)"
+                f"token env {json_quoted(var)} is not a bearer token (printable ASCII, no spaces)"
             )
     else:
-        _check_printable(value, f"token env {_quote(var)}")
+        _check_printable(value, f"token env {json_quoted(var)}")
     return HeaderKey(env=var, secret=Secret(value), header=header, value=template)
 
 
@@ -218,13 +217,15 @@ def _basic(spec: dict[str, Any], env: Mapping[str, str]) -> BasicKey:
         )
     user = _variable(env, user_env, "token user_env")
     password = "" if empty else _variable(env, password_env, "token password_env")
-    _check_printable(user, f"token user_env {_quote(user_env)}", ascii_only=False)
+    _check_printable(user, f"token user_env {json_quoted(user_env)}", ascii_only=False)
     if not empty:
-        _check_printable(password, f"token password_env {_quote(password_env)}", ascii_only=False)
+        _check_printable(
+            password, f"token password_env {json_quoted(password_env)}", ascii_only=False
+        )
     if ":" in user:
         # RFC 7617: the first colon separates user from password; one in the user id
         # would move part of it into the password on the server's side.
-        raise TokenBlockError(f"token user_env {_quote(user_env)} must not contain ':'")
+        raise TokenBlockError(f"token user_env {json_quoted(user_env)} must not contain ':'")
     return BasicKey(
         user_env=user_env,
         password_env=password_env,
@@ -258,10 +259,10 @@ def _jwt(spec: dict[str, Any], env: Mapping[str, str]) -> JwtKey:
         raise TokenBlockError("token.secret_env is required for a jwt token")
     secret = env.get(secret_env, "")
     if not secret:
-        raise TokenBlockError(f"jwt secret env {_quote(secret_env)} is empty or unset")
+        raise TokenBlockError(f"jwt secret env {json_quoted(secret_env)} is empty or unset")
     if len(secret.encode("utf-8", "surrogatepass")) < MIN_JWT_SECRET_BYTES:
         raise TokenBlockError(
-            f"jwt secret env {_quote(secret_env)} must contain at least "
+            f"jwt secret env {json_quoted(secret_env)} must contain at least "
             f"{MIN_JWT_SECRET_BYTES} bytes for HS256"
         )
     audience = _text(spec, "audience").strip()
@@ -297,12 +298,12 @@ def _header_and_value(spec: dict[str, Any]) -> tuple[str, str]:
     template = _text(spec, "value") if "value" in spec else default
     if template.count(_PLACEHOLDER) != 1 or template.replace(_PLACEHOLDER, "").count("{"):
         raise TokenBlockError(
-            f"token.value {_quote(template)} must contain {_PLACEHOLDER} exactly once "
+            f"token.value {json_quoted(template)} must contain {_PLACEHOLDER} exactly once "
             "and no other braces"
         )
     if template != template.strip() or any(not 0x20 <= ord(ch) <= 0x7E for ch in template):
         raise TokenBlockError(
-            f"token.value {_quote(template)} must be printable ASCII without surrounding spaces"
+            f"token.value {json_quoted(template)} must be printable ASCII without surrounding spaces"
         )
     return header, template
 
@@ -310,11 +311,11 @@ def _header_and_value(spec: dict[str, Any]) -> tuple[str, str]:
 def check_header_name(name: str) -> str | None:
     """Why `name` cannot carry a credential, or None when it can."""
     if not _HEADER_NAME.match(name):
-        return f"token.header {_quote(name)} is not an HTTP header name (RFC 9110 token)"
+        return f"token.header {json_quoted(name)} is not an HTTP header name (RFC 9110 token)"
     low = name.lower()
     if low in FORBIDDEN_HEADERS or low.startswith("proxy-"):
         return (
-            f"token.header {_quote(name)} is set by the broker or frames the request; "
+            f"token.header {json_quoted(name)} is set by the broker or frames the request; "
             "a credential cannot occupy it"
         )
     return None
@@ -323,7 +324,7 @@ def check_header_name(name: str) -> str | None:
 def _variable(env: Mapping[str, str], var: str, what: str) -> str:
     value = env.get(var, "")
     if not value:
-        raise TokenBlockError(f"{what} {_quote(var)} is empty or unset")
+        raise TokenBlockError(f"{what} {json_quoted(var)} is empty or unset")
     return value
 
 
@@ -344,10 +345,6 @@ def _text(spec: dict[str, Any], key: str) -> str:
     if not isinstance(value, str):
         raise TokenBlockError(f"token.{key} must be a string")
     return value
-
-
-def _quote(s: str) -> str:
-    return one_line(json.dumps(s, ensure_ascii=False))
 
 
 __all__ = [
