@@ -493,8 +493,8 @@ def check(
                 f"({len(problems)} line(s)):",
                 err=True,
             )
-            for problem in problems:
-                click.echo(f"  {problem}", err=True)
+            for problem in problems:  # they quote the grants file and the document
+                click.echo(f"  {visible(problem)}", err=True)
     if failed:
         sys.exit(1)
     click.echo("specgen: up to date", err=True)

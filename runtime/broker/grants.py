@@ -13,7 +13,6 @@ a traceback or a test failure does not leak it.
 
 from __future__ import annotations
 
-import errno
 import functools
 import json
 import os
@@ -46,10 +45,9 @@ from specgen.allow import (
     profile_header_error,
     response_header_patterns,
 )
-from specgen.files import read_input, read_regular
-from specgen.naming import global_name_error
+from specgen.files import read_input
 from specgen.origins import ANY_PORT, OriginFault, encodable, origin_fault
-from specgen.preamble import built_for
+from specgen.preamble import PreambleError, global_error, read_preamble
 from specgen.quoting import json_quoted
 from specgen.route_index import RouteIndex
 from specgen.routes import (
@@ -390,10 +388,9 @@ def _build_profile(name: str, body: Any, base_dir: Path, env: Mapping[str, str])
             'allow lists no route, so every call would be refused; list at least one "METHOD /path"'
         )
     _check_routes(allow, "host-api grant: ")
-    why = global_name_error(global_name)
-    if why is not None:  # the client is installed as globalThis[NAME], called as NAME.x()
-        raise _ProfileFault(f"global {json_quoted(global_name)} {why}")
-    _check_preamble_global(global_name, preamble)
+    why = global_error(global_name, preamble)
+    if why is not None:
+        raise _ProfileFault(why)
     route_caps = check_caps(cap_lines, allow)
     if health is not None:
         _check_health(health)
@@ -583,18 +580,6 @@ def _admits(entry: str, url: str) -> bool:
     return _origin(entry) == _origin(url)
 
 
-def _check_preamble_global(global_name: str, preamble: str) -> None:
-    """A generated preamble on another global would install nothing (specgen/preamble.py);
-    refused here. A hand-written preamble is not checked."""
-    built = built_for(preamble)
-    if built is not None and built != global_name:
-        raise _ProfileFault(
-            f"global {json_quoted(global_name)} differs from the preamble's global "
-            f"{json_quoted(built)}, so the preamble would install nothing; set global to "
-            f"{json_quoted(built)} or rebuild the preamble with --global {json_quoted(global_name)}"
-        )
-
-
 def _check_name(name: str) -> None:
     if not name:
         raise _ProfileFault("name must be non-empty")
@@ -670,41 +655,12 @@ def _callers(body: dict[str, Any]) -> tuple[str, ...]:
 
 
 def _preamble(body: dict[str, Any], base_dir: Path) -> str:
-    inline = _string(body, "preamble")
-    rel = _string(body, "preamble_file")
-    if "preamble" in body and "preamble_file" in body:
-        raise _ProfileFault("set either preamble or preamble_file, not both")
-    if not rel:
-        return inline
-    if "\x00" in rel:
-        raise _ProfileFault(f"read preamble_file: the name contains a NUL byte: {json_quoted(rel)}")
-    candidate = Path(os.path.normpath(base_dir / rel))
-    if Path(rel).is_absolute() or not candidate.is_relative_to(base_dir):
-        raise _ProfileFault(f"preamble_file {json_quoted(rel)} escapes the grants directory")
+    """The profile's preamble, by the rule specgen/preamble.py keeps for the loader and
+    for `check --grants` alike."""
     try:
-        resolved = candidate.resolve(strict=True)
-        real_dir = base_dir.resolve(strict=True)
-    except OSError as e:
-        # a relative name is read from the grants file's folder, not the working one
-        raise _ProfileFault(
-            f"read preamble_file: {e.strerror or e}: {rel} (in the grants file's folder, "
-            f"{json_quoted(str(base_dir))})"
-        ) from None
-    except RuntimeError:
-        # Python before 3.13 turns a symlink loop (ELOOP) into RuntimeError here.
-        raise _ProfileFault(f"read preamble_file: {os.strerror(errno.ELOOP)}: {rel}") from None
-    if not resolved.is_relative_to(real_dir):
-        raise _ProfileFault(
-            f"preamble_file {json_quoted(rel)} resolves outside the grants directory"
-        )
-    try:
-        data = read_regular(resolved)
-    except OSError as e:
-        raise _ProfileFault(f"read preamble_file: {e.strerror or e}: {rel}") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise _ProfileFault("host-api grant: Global and Preamble must be valid UTF-8") from None
+        return read_preamble(body, base_dir)
+    except PreambleError as exc:
+        raise _ProfileFault(str(exc)) from None
 
 
 def _token(body: dict[str, Any], env: Mapping[str, str]) -> TokenBlock | None:
