@@ -145,7 +145,10 @@ def test_the_notes_say_what_the_entry_does_not_permit_and_where_the_key_may_go()
     notes = [n for n in result.stderr.splitlines() if n.startswith("specgen: note: ")]
     [unlisted] = [n for n in notes if "permits 1 of the 15 query" in n]
     assert "a call sending agent_id, app_id" in unlisted
-    assert '--allow "GET /v1/memories/?user_id=alice&agent_id&app_id&run_id&metadata"' in unlisted
+    assert (
+        '--allow "GET /v1/memories/?user_id=alice&agent_id&app_id&run_id&metadata&categories'
+        "&org_id&project_id&fields&keywords&page&page_size&limit&start_date&end_date\")"
+    ) in unlisted
     assert any('"base_url_overrides": ["http://127.0.0.1:*"]' in n for n in notes), notes
     assert "base_url_overrides" not in json.loads(result.stdout)["profiles"]["m"]
 
