@@ -30,6 +30,7 @@ from specgen.errors import SpecError
 from specgen.files import read_input
 from specgen.origins import ANY_PORT, OriginFault, is_loopback, origin_fault
 from specgen.params import Parameter
+from specgen.preamble import escapes
 from specgen.quoting import go_quote
 from specgen.routes import Route, route_error
 from specgen.security import propose, propose_one
@@ -452,33 +453,24 @@ def check_preamble_file(rel: str, grants_file: Path | None) -> None:
     """Refuse a --preamble-file the runtime's loader would refuse as escaping the grants
     directory, so a draft never names a file its first run cannot read.
 
-    The loader's rule (runtime/broker/grants.py, restated: specgen never imports the
-    runtime): no NUL, not absolute, and the path joined to the grants file's folder and
-    normalised must stay inside that folder. With -o that folder is known and the rule is
-    applied as the loader applies it; on stdout it is not, so a path whose `..` leaves
-    its own starting point is refused (where it lands depends on the folder). Where the
-    file resolves through links is the loader's to check, at load time.
+    The loader's rule (`specgen.preamble.escapes`): no NUL, not absolute, and the path
+    joined to the grants file's folder and normalised must stay inside that folder. With
+    -o that folder is known and the rule is applied as the loader applies it; on stdout
+    it is not, so a path whose `..` leaves its own starting point is refused (where it
+    lands depends on the folder). Where the file resolves through links, and whether it
+    is there at all, `preamble_problems` notes once the draft is written.
     """
     shown = go_quote(rel)
     if not rel:
         raise SpecError("specgen: --preamble-file is empty; name the preamble.js to load")
     if "\x00" in rel:
         raise SpecError(f"specgen: --preamble-file {shown}: the name contains a NUL byte")
-    if Path(rel).is_absolute() or _escapes(rel, grants_file):
+    base = Path(os.path.abspath(grants_file)).parent if grants_file is not None else None
+    if escapes(rel, base):
         raise SpecError(
             f"specgen: --preamble-file {shown} escapes the folder of the grants file, which "
             "the loader refuses; give a path inside it, relative to the grants file"
         )
-
-
-def _escapes(rel: str, grants_file: Path | None) -> bool:
-    """Whether `rel` leaves the grants file's folder; lexically, as the loader decides
-    it before it looks at the disk (the file may not exist yet)."""
-    if grants_file is None:
-        parts = Path(os.path.normpath(rel)).parts
-        return bool(parts) and parts[0] == ".."
-    base = Path(os.path.abspath(grants_file)).parent
-    return not Path(os.path.normpath(base / rel)).is_relative_to(base)
 
 
 #: A profile name the loader accepts (runtime/grants.py's rule, restated).

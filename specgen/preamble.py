@@ -52,6 +52,18 @@ def _string(body: Mapping[str, Any], key: str) -> str:
     return value
 
 
+def escapes(rel: str, base_dir: Path | None) -> bool:
+    """Whether the name `rel` leaves the folder `base_dir` (absolute), lexically, as the
+    loader decides before it looks at the disk. With no folder known (a draft printed
+    on stdout), whether its `..` leaves its own starting point."""
+    if Path(rel).is_absolute():
+        return True
+    if base_dir is None:
+        parts = Path(os.path.normpath(rel)).parts
+        return bool(parts) and parts[0] == ".."
+    return not Path(os.path.normpath(base_dir / rel)).is_relative_to(base_dir)
+
+
 def read_preamble(body: Mapping[str, Any], base_dir: Path) -> str:
     """The profile's preamble: `preamble` inline, or the UTF-8 text of `preamble_file`,
     a regular file named relative to `base_dir` (the grants file's folder) that stays
@@ -64,9 +76,9 @@ def read_preamble(body: Mapping[str, Any], base_dir: Path) -> str:
         return inline
     if "\x00" in rel:
         raise PreambleError(f"read preamble_file: the name contains a NUL byte: {json_quoted(rel)}")
-    candidate = Path(os.path.normpath(base_dir / rel))
-    if Path(rel).is_absolute() or not candidate.is_relative_to(base_dir):
+    if escapes(rel, base_dir):
         raise PreambleError(f"preamble_file {json_quoted(rel)} escapes the grants directory")
+    candidate = Path(os.path.normpath(base_dir / rel))
     try:
         resolved = candidate.resolve(strict=True)
         real_dir = base_dir.resolve(strict=True)
@@ -126,6 +138,7 @@ def preamble_problems(profile: Mapping[str, Any], grants: Path) -> list[str]:
 __all__ = [
     "PreambleError",
     "built_for",
+    "escapes",
     "global_error",
     "preamble_problems",
     "read_preamble",
