@@ -137,7 +137,8 @@ def test_ending_one_run_ends_its_own_calls_only() -> None:
         for t in threads:
             t.join(10)
         second.close()
-        assert replies == {"first": 502, "second": 200}
+        # the first run's call was cut off by its end: 503, as docs/upstream-failures.md says
+        assert replies == {"first": 503, "second": 200}
         assert events == ["client left"]
         assert _connections(api) == 2
     finally:
