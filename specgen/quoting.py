@@ -233,7 +233,7 @@ LINE_LIMIT = 600
 
 
 def capped(line: str, limit: int = LINE_LIMIT) -> str:
-    """`line`, its middle replaced by ` ... (N characters) ... ` when over `limit`."""
+    """`line`, its middle replaced by ` ... (N characters cut) ... ` when over `limit`."""
     if len(line) <= limit:
         return line
     head = limit * 2 // 3
