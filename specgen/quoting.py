@@ -242,12 +242,9 @@ def capped(line: str, limit: int = LINE_LIMIT) -> str:
 
 
 def quoted(s: str) -> str:
-    """`s` quoted for a line a person reads: JSON's escapes, then every invisible
-    character JSON leaves raw (C1 controls such as the 8-bit CSI, NEL, U+2028/U+2029,
-    bidi overrides) as a visible escape; a file name's undecodable bytes as \\xNN."""
-    import orjson
-
-    return visible(orjson.dumps(as_text(s)).decode("utf-8"))
+    """`json_quoted` for a text that may be a file name: its undecodable bytes (which
+    Python keeps as lone surrogates) written as \\xNN first."""
+    return json_quoted(as_text(s))
 
 
 def as_text(s: str) -> str:
