@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from importlib import metadata
 from urllib.parse import quote
 
 import httpx
@@ -30,14 +29,13 @@ from runtime.broker.reflection import Reflection
 from runtime.contract import HostRequest
 from specgen.allow import AllowEntry, response_header_readable
 from specgen.routes import GRANT_METHODS, Route
+from specgen.version import installed_version
 
 
 def _user_agent() -> str:
     """`plimsoll-specgen/<version>`: some APIs (GitHub's) refuse a call without one."""
-    try:
-        return "plimsoll-specgen/" + metadata.version("plimsoll-specgen")
-    except metadata.PackageNotFoundError:
-        return "plimsoll-specgen"
+    version = installed_version()
+    return f"plimsoll-specgen/{version}" if version else "plimsoll-specgen"
 
 
 #: The User-Agent every call carries unless the profile's `headers` set one.

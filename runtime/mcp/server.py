@@ -54,6 +54,7 @@ from runtime.mcp.tools import Catalog, CatalogPart, execute_answer
 from specgen.grant_view import GrantView, grant_description, matched
 from specgen.load import read_bytes
 from specgen.render import render
+from specgen.version import installed_version
 
 #: Sandboxes that may run at once; later executes wait for a slot.
 RUN_SLOTS = 4
@@ -150,17 +151,6 @@ async def ended(queued: concurrent.futures.Future[Run]) -> Run:
     return await asyncio.wrap_future(queued)
 
 
-def _installed_version() -> str:
-    """This distribution's version, for `initialize`'s serverInfo (the SDK sends "" by
-    default, where a client shows which server it talks to)."""
-    from importlib import metadata  # the SDK has imported it already
-
-    try:
-        return metadata.version("plimsoll-specgen")
-    except metadata.PackageNotFoundError:
-        return ""
-
-
 def _text(text: str, is_error: bool = False) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=is_error)
 
@@ -211,7 +201,7 @@ def build_server(
     trips = RoundTrips()
     server = MCPServer(
         name="plimsoll-specgen",
-        version=_installed_version(),
+        version=installed_version(),
         instructions=instructions_of(served),
         log_level="WARNING",
         auth=auth_settings(auth) if auth is not None else None,
